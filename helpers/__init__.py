@@ -4,7 +4,7 @@ from helpers.anatomy import *
 from helpers.checkpoint import CheckpointError, CheckpointInfo, checkpoint_spec, describe_checkpoint, load_bert
 from helpers.gpu import GPU_TAG, cuda_available
 from helpers.notebook import setup
-from helpers.plots import PART_COLOURS, embedding_pipeline_diagram, heatmap, similarity_heatmap, vector_strips
+from helpers.plots import *
 from helpers.positions import *
 from helpers.relative_positions import *
 from helpers.segments import *

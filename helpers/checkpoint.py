@@ -125,7 +125,7 @@ def resolve(spec: str) -> tuple[str, str, str]:
     return spec, "model hub (or its local cache)", spec
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(spec: str) -> tuple[BertModel, object, str, str]:
     transformers.utils.logging.disable_progress_bar()
     target, source, name = resolve(spec)
@@ -141,7 +141,7 @@ def _load(spec: str) -> tuple[BertModel, object, str, str]:
         tokenizer = AutoTokenizer.from_pretrained(target, local_files_only=local)
     except CheckpointError:
         raise
-    except (OSError, ValueError, EnvironmentError) as error:
+    except (OSError, ValueError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(_ways_out(spec, f"{target} ({first_line})")) from None
     return model.eval(), tokenizer, source, name

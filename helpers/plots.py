@@ -8,6 +8,9 @@ import numpy as np
 import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+__all__ = ["PART_COLOURS", "apply_house_style", "vector_strips", "heatmap", "similarity_heatmap",
+           "embedding_pipeline_diagram"]
+
 # Colours for the three parts of the sum, used the same way in every chapter.
 PART_COLOURS = {"token": "#1f77b4", "segment": "#ff7f0e", "position": "#2ca02c", "other": "#7f7f7f"}
 DIVERGING = "RdBu_r"
@@ -44,7 +47,7 @@ def vector_strips(vectors: dict[str, object], title: str = "", vmax: float | Non
     rows = {name: _numpy(v).reshape(-1) for name, v in vectors.items()}  # name -> (hidden,)
     limit = vmax if vmax is not None else max(float(np.abs(r).max()) for r in rows.values())
     fig, axes = plt.subplots(len(rows), 1, figsize=(8.0, 0.42 * len(rows) + 0.9), sharex=True, squeeze=False)
-    for ax, (name, row) in zip(axes[:, 0], rows.items()):
+    for ax, (name, row) in zip(axes[:, 0], rows.items(), strict=True):
         image = ax.imshow(row[None, :], aspect="auto", cmap=DIVERGING, vmin=-limit, vmax=limit)
         ax.set_yticks([0], [name])
         ax.tick_params(axis="y", length=0)
