@@ -45,10 +45,10 @@ class CheckpointInfo:
     sha256: dict[str, str]
 
     def __str__(self) -> str:
+        """A stable summary (no machine-specific paths) for notebooks to print."""
         lines = [
             f"checkpoint      {self.name}",
             f"source          {self.source}",
-            f"location        {self.location}",
             f"vocabulary      {self.vocab_size} tokens",
             f"hidden size     {self.hidden_size}",
             f"layers          {self.num_layers}",

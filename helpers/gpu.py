@@ -28,5 +28,8 @@ def configure_nbclient() -> str:
     from nbclient import NotebookClient
 
     tag = execution_skip_tag()
+    # myst-nb and jupyter-cache construct NotebookClient without options, so change its class default;
+    # traitlets copies static defaults into each instance from _static_immutable_initial_values.
     NotebookClient.skip_cells_with_tag.default_value = tag
+    NotebookClient._static_immutable_initial_values["skip_cells_with_tag"] = tag
     return tag

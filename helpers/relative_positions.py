@@ -1,5 +1,82 @@
-"""Relative position schemes: T5's bucketed attention bias."""
+"""Relative position schemes: T5's bucketed attention bias (Raffel et al. 2020, section 2.1)."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import torch
+from torch import nn
+from transformers.models.t5.modeling_t5 import T5Attention
+
+__all__ = ["relative_offsets", "t5_buckets", "t5_bucket_matrix", "t5_bucket_ranges", "embedding_tables"]
+
+
+def _check_length(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def _check_bucket_config(bidirectional: bool, num_buckets, max_distance) -> int:
+    """Validate T5's bucket settings; return max_exact, the number of one-offset buckets per direction."""
+    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int):
+        raise TypeError(f"num_buckets must be an integer, got {num_buckets!r}.")
+    if isinstance(max_distance, bool) or not isinstance(max_distance, int):
+        raise TypeError(f"max_distance must be an integer, got {max_distance!r}.")
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    if per_direction < 2 or (bidirectional and num_buckets % 2):
+        need = "an even number of at least 4 (two halves, one per direction)" if bidirectional else "at least 2"
+        raise ValueError(
+            f"num_buckets={num_buckets} does not work with bidirectional={bidirectional}: T5 splits each "
+            f"direction's buckets into exact and log-spaced ones, so use {need}; T5 uses 32."
+        )
+    max_exact = per_direction // 2
+    if max_distance <= max_exact:
+        raise ValueError(
+            f"max_distance={max_distance} must exceed the {max_exact} exactly-bucketed offsets; "
+            "the log-spaced buckets cover offsets max_exact .. max_distance (T5 uses 128)."
+        )
+    return max_exact
+
+
+def relative_offsets(query_len: int, key_len: int) -> torch.Tensor:
+    """Offset key position - query position for every (query, key) pair, as T5's compute_bias; (query, key) long."""
+    _check_length("query_len", query_len)
+    _check_length("key_len", key_len)
+    return torch.arange(key_len)[None, :] - torch.arange(query_len)[:, None]  # (query, key)
+
+
+def t5_buckets(offsets, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
+    """T5's bucket id for each offset (key - query), computed by transformers' T5Attention._relative_position_bucket."""
+    _check_bucket_config(bidirectional, num_buckets, max_distance)
+    offsets = torch.as_tensor(offsets)
+    if offsets.dtype.is_floating_point or offsets.dtype == torch.bool:
+        raise TypeError(f"offsets must be integers (key position - query position), got dtype {offsets.dtype}.")
+    return T5Attention._relative_position_bucket(offsets.long(), bidirectional=bidirectional,
+                                                 num_buckets=num_buckets, max_distance=max_distance)
+
+
+def t5_bucket_matrix(query_len: int, key_len: int, bidirectional: bool = True, num_buckets: int = 32,
+                     max_distance: int = 128) -> torch.Tensor:
+    """Bucket id of every (query, key) pair: the index into relative_attention_bias; shape (query_len, key_len)."""
+    return t5_buckets(relative_offsets(query_len, key_len), bidirectional, num_buckets, max_distance)
+
+
+def t5_bucket_ranges(max_offset: int, bidirectional: bool = True, num_buckets: int = 32,
+                     max_distance: int = 128) -> list[tuple[int, int, int]]:
+    """(bucket, first offset, last offset) for every bucket hit by offsets -max_offset .. max_offset, by bucket id."""
+    _check_length("max_offset", max_offset)
+    offsets = torch.arange(-max_offset, max_offset + 1)
+    buckets = t5_buckets(offsets, bidirectional, num_buckets, max_distance)
+    ranges = []
+    for bucket in torch.unique(buckets).tolist():
+        covered = offsets[buckets == bucket]
+        ranges.append((bucket, int(covered.min()), int(covered.max())))
+    return ranges
+
+
+def embedding_tables(model: nn.Module) -> dict[str, tuple[int, ...]]:
+    """Every nn.Embedding in a model -> its weight shape, in module order; tied (shared) weights listed once."""
+    tables, seen = {}, set()
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Embedding) and id(module.weight) not in seen:
+            seen.add(id(module.weight))
+            tables[name] = tuple(module.weight.shape)
+    return tables

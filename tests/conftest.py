@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+# Tests never reach a model hub: fail fast instead of retrying a connection.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
 import pytest
 import torch
 from transformers import BertConfig, BertModel

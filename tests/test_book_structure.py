@@ -1,0 +1,59 @@
+"""The book's table of contents, configuration and stored notebooks follow the project's conventions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for entry in toc.get("chapters", []) + [c for part in toc.get("parts", []) for c in part["chapters"]]:
+        files.append(entry["file"])
+        files += [section["file"] for section in entry.get("sections", [])]
+    return files
+
+
+def test_toc_lists_only_pages_that_exist():
+    for stem in toc_files():
+        assert any((ROOT / f"{stem}{suffix}").exists() for suffix in (".md", ".ipynb")), stem
+
+
+def test_every_notebook_is_in_the_toc():
+    listed = set(toc_files())
+    assert {f"book/{path.stem}" for path in NOTEBOOKS} <= listed
+
+
+def test_config_executes_with_the_cache_and_offers_launch_buttons():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "cache"
+    assert config["execute"]["timeout"] >= 300
+    assert config["repository"]["url"].startswith("https://github.com/")
+    assert {"binderhub_url", "colab_url"} <= set(config["launch_buttons"])
+    assert config["html"]["use_download_button"] is True
+    assert {"sphinx_exercise", "sphinx_togglebutton"} <= set(config["sphinx"]["extra_extensions"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_stored_executed_with_a_title(path):
+    notebook = json.loads(path.read_text())
+    first = notebook["cells"][0]
+    assert first["cell_type"] == "markdown" and "".join(first["source"]).startswith("# ")
+    assert notebook["metadata"]["kernelspec"]["name"] == "python3"
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "gpu" in tags:
+            assert cell["execution_count"] is None, f"cell {index}: a gpu cell cannot be recorded on CPU"
+            continue
+        assert cell["execution_count"] is not None, f"cell {index} is not executed"
+        errors = [out for out in cell["outputs"] if out["output_type"] == "error"]
+        assert not errors or "raises-exception" in tags, f"cell {index} stores an error without the tag"

@@ -1,0 +1,62 @@
+"""Cells tagged `gpu`: skipped by nbval and by the book's executor without CUDA, run with it (CUDA faked)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from nbclient import NotebookClient
+
+from helpers import gpu
+
+FIXTURE = Path(__file__).parent / "fixtures" / "gpu_cell.ipynb"
+ROOT = Path(__file__).parents[1]
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def restore_nbclient():
+    """Put nbclient's class-level skip tag back after a test changes it."""
+    trait = NotebookClient.skip_cells_with_tag
+    before = trait.default_value
+    yield
+    trait.default_value = before
+    NotebookClient._static_immutable_initial_values["skip_cells_with_tag"] = before
+
+
+@pytest.fixture(params=[False, True], ids=["no-cuda", "cuda-faked"])
+def cuda(request, monkeypatch):
+    """Pretend torch does or does not see a CUDA device."""
+    monkeypatch.setattr(gpu.torch.cuda, "is_available", lambda: request.param)
+    return request.param
+
+
+def test_nbval_skips_gpu_cells_only_without_cuda(pytester, cuda):
+    notebook = pytester.path / FIXTURE.name
+    notebook.write_text(FIXTURE.read_text())
+    result = pytester.runpytest_inprocess("-p", "helpers.pytest_gpu", "--nbval", "-p", "no:cacheprovider",
+                                          str(notebook))
+    if cuda:
+        result.assert_outcomes(passed=3)
+    else:
+        result.assert_outcomes(passed=2, skipped=1)
+
+
+def test_book_executor_skips_gpu_cells_only_without_cuda(restore_nbclient, cuda):
+    assert gpu.configure_nbclient() == ("skip-execution" if cuda else "gpu")
+    notebook = nbformat.read(FIXTURE, as_version=4)
+    NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
+    gpu_cell = notebook.cells[2]
+    assert notebook.cells[3].outputs[0]["text"] == "2\n"
+    if cuda:
+        assert gpu_cell.outputs[0]["text"] == "the gpu cell ran\n"
+    else:
+        assert gpu_cell.execution_count is None and gpu_cell.outputs == []
+
+
+def test_the_book_build_loads_the_gpu_extension():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert "helpers.sphinx_gpu" in config["sphinx"]["extra_extensions"]
+    assert "helpers.pytest_gpu" in (ROOT / "conftest.py").read_text()
