@@ -1,3 +1,3 @@
-"""Root pytest configuration: the `gpu` cell policy applies to `pytest book/` and `pytest tests/` alike."""
+"""Root pytest configuration: the notebook policies apply to `pytest book/` and `pytest tests/` alike."""
 
-pytest_plugins = ["helpers.pytest_gpu"]
+pytest_plugins = ["helpers.pytest_gpu", "helpers.pytest_nbval"]
