@@ -2,6 +2,7 @@
 
 from helpers.anatomy import *
 from helpers.checkpoint import CheckpointError, CheckpointInfo, checkpoint_spec, describe_checkpoint, load_bert
+from helpers.families import *
 from helpers.gpu import GPU_TAG, cuda_available
 from helpers.notebook import setup
 from helpers.plots import *
