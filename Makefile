@@ -13,7 +13,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 PORT ?= 8000
 
-.PHONY: book test lint pytest nbval serve clean venv
+.PHONY: book test lint unit nbval serve clean venv
 
 venv: $(STAMP)
 
@@ -28,16 +28,21 @@ book: $(STAMP)
 	jupyter-book build . --warningiserror --keep-going
 	@echo "The book is in _build/html/index.html (make serve to read it in a browser)."
 
-test: lint pytest nbval
+# Lint, re-run every notebook (nbval), build the book, then the unit, build and browser tests.
+test: $(STAMP)
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory nbval
+	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory unit
 
 lint: $(STAMP)
 	ruff check .
 
-pytest: $(STAMP)
-	pytest tests
-
 nbval: $(STAMP)
 	pytest book
+
+unit: $(STAMP)
+	pytest tests
 
 serve:
 	@test -f _build/html/index.html || { echo "No book yet: run 'make book' first."; exit 1; }

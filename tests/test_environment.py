@@ -17,17 +17,19 @@ def requirement_lines() -> list[str]:
 def conda_pip_lines() -> list[str]:
     environment = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
-    return [line for line in pip if line != "-e ."]
+    return [line for line in pip if line != "-e ." and not line.startswith("--")]
 
 
 def test_environment_mirrors_requirements():
     assert conda_pip_lines() == requirement_lines()
 
 
-def test_environment_pins_python_and_installs_the_helpers():
+def test_environment_pins_python_installs_the_helpers_and_takes_cpu_torch():
     environment = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
     assert "python=3.11" in environment["dependencies"]
-    assert "-e ." in next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
+    assert pip[-1] == "-e ."
+    assert pip[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
 
 
 def test_every_requirement_is_pinned_exactly_and_torch_comes_first():
