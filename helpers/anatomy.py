@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-__all__ = ["EmbeddingParts", "check_embedding_inputs", "embedding_parts", "embedding_parameter_table"]
+__all__ = ["EmbeddingParts", "check_embedding_inputs", "embedding_parts", "embedding_parameter_table",
+           "layer_norm_by_hand", "DropoutStatistics", "dropout_statistics", "PART_NAMES", "part_shares",
+           "precision_tolerance", "compare_on_device"]
 
 
 @dataclass
@@ -72,7 +76,7 @@ def check_embedding_inputs(embeddings: nn.Module, input_ids, token_type_ids=None
     _check_range("token_type_ids", token_type_ids, type_rows, "token-type (segment) table",
                  "BERT knows sentence A (0) and sentence B (1) only.")
     if position_ids is None:
-        position_ids = torch.arange(seq).expand(batch, seq)
+        position_ids = torch.arange(seq, device=input_ids.device).expand(batch, seq)  # on the ids' device
     position_ids = _as_ids("position_ids", position_ids)
     if position_ids.shape[-1] != seq:
         raise ValueError(f"position_ids has {position_ids.shape[-1]} positions but the sequence has {seq} tokens.")
@@ -102,3 +106,109 @@ def embedding_parameter_table(model: nn.Module) -> list[dict]:
         rows.append({"part": name, "shape": tuple(parameter.shape), "parameters": parameter.numel(),
                      "share": parameter.numel() / total})
     return rows
+
+
+# ---------------------------------------------------------------- LayerNorm, dropout, shares, precision
+
+PART_NAMES = ("token", "segment", "position")
+
+
+def layer_norm_by_hand(x, weight=None, bias=None, eps: float = 1e-5) -> torch.Tensor:
+    """LayerNorm over the last axis: (x - mean) / sqrt(biased variance + eps), then * weight + bias if given."""
+    x = torch.as_tensor(x)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}.")
+    if x.dim() == 0 or x.shape[-1] == 0:
+        raise ValueError(f"x has shape {tuple(x.shape)}: LayerNorm needs at least one feature in the last axis.")
+    eps = float(eps)
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps}.")
+    hidden = x.shape[-1]
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None and tuple(value.shape) != (hidden,):
+            raise ValueError(f"{name} has shape {tuple(value.shape)} but x has {hidden} features in its last axis: "
+                             "gamma and beta hold one value per feature.")
+    mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1) biased: divide by hidden, not hidden - 1
+    eps_here = torch.tensor(eps, dtype=x.dtype, device=x.device)  # eps as x's dtype stores it (1e-12 -> 0 in fp16)
+    x_hat = (x - mean) / torch.sqrt(variance + eps_here)  # (..., hidden) mean 0, variance 1 per token
+    if weight is not None:
+        x_hat = x_hat * weight  # gamma
+    if bias is not None:
+        x_hat = x_hat + bias  # beta
+    return x_hat
+
+
+@dataclass(frozen=True)
+class DropoutStatistics:
+    """What dropout did to a tensor: how many entries it zeroed and how it scaled the survivors."""
+
+    p: float
+    elements: int  # entries that were non-zero before dropout (a zero stays zero either way)
+    dropped: int
+    zero_fraction: float  # dropped / elements: close to p
+    standard_error: float  # sqrt(p (1 - p) / elements): the spread of zero_fraction around p by chance
+    expected_scale: float  # 1 / (1 - p)
+    max_scale_error: float  # max over survivors of |after / before - 1/(1-p)|, relative to 1/(1-p)
+
+
+def dropout_statistics(before, after, p: float) -> DropoutStatistics:
+    """Compare a tensor before and after dropout: fraction of zeros and scale of the survivors."""
+    before, after = torch.as_tensor(before), torch.as_tensor(after)
+    if before.shape != after.shape:
+        raise ValueError(f"before has shape {tuple(before.shape)} but after has {tuple(after.shape)}: "
+                         "pass the same tensor before and after dropout.")
+    p = float(p)
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"p must be in [0, 1) (the probability of zeroing an entry), got {p}.")
+    nonzero = before != 0
+    if not nonzero.any():
+        raise ValueError("before holds no non-zero entry: there is nothing dropout could drop.")
+    if ((after != 0) & ~nonzero).any():
+        raise ValueError("after is non-zero where before is zero: it is not dropout applied to before.")
+    dropped = (after == 0) & nonzero
+    kept = (after != 0) & nonzero
+    elements, n_dropped = int(nonzero.sum()), int(dropped.sum())
+    scale = 1.0 / (1.0 - p)
+    ratio = after[kept].double() / before[kept].double()
+    error = float(((ratio - scale).abs() / scale).max()) if kept.any() else 0.0
+    return DropoutStatistics(p=p, elements=elements, dropped=n_dropped, zero_fraction=n_dropped / elements,
+                             standard_error=math.sqrt(p * (1 - p) / elements), expected_scale=scale,
+                             max_scale_error=error)
+
+
+def part_shares(parts: EmbeddingParts) -> dict[str, torch.Tensor]:
+    """Each part's share of the sum per token, <part, summed> / |summed|^2, each (batch, seq); they add up to 1."""
+    summed = parts.summed  # (batch, seq, hidden)
+    squared_norm = (summed * summed).sum(dim=-1)  # (batch, seq)
+    if (squared_norm == 0).any():
+        raise ValueError("A token's summed vector is exactly zero: its shares are undefined.")
+    return {name: (getattr(parts, name) * summed).sum(dim=-1) / squared_norm for name in PART_NAMES}
+
+
+def precision_tolerance(dtype: torch.dtype, scale: float, ulps: float = 8.0) -> float:
+    """A tolerance of `ulps` units of the dtype's machine epsilon at magnitude `scale`: ulps * eps * scale."""
+    if not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point dtype, got {dtype}.")
+    if not (math.isfinite(scale) and scale >= 0) or not ulps > 0:
+        raise ValueError(f"scale must be finite and >= 0 and ulps > 0, got scale={scale}, ulps={ulps}.")
+    return ulps * torch.finfo(dtype).eps * scale
+
+
+def compare_on_device(embeddings: nn.Module, input_ids, token_type_ids=None, device="cpu",
+                      dtype: torch.dtype = torch.float32) -> float:
+    """Max |difference| between the layer run on (device, dtype) and the same layer in float32 on the CPU."""
+    device = torch.device(device)
+    if not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point dtype such as torch.float16, got {dtype}.")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device='cuda' but torch sees no CUDA device here: use device='cpu', "
+                           "or run this on a machine with a GPU.")
+    input_ids, token_type_ids, _ = check_embedding_inputs(embeddings, input_ids, token_type_ids)
+    # Copies: .to() and .eval() act in place, and the caller's layer must stay as it is.
+    reference_layer = copy.deepcopy(embeddings).to(device="cpu", dtype=torch.float32).eval()
+    layer = copy.deepcopy(embeddings).to(device=device, dtype=dtype).eval()
+    with torch.no_grad():
+        reference = reference_layer(input_ids.cpu(), token_type_ids.cpu())  # (batch, seq, hidden) float32
+        output = layer(input_ids.to(device), token_type_ids.to(device))  # (batch, seq, hidden) in dtype
+    return float((output.float().cpu() - reference).abs().max())
