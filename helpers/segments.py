@@ -2,4 +2,131 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import copy
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from helpers.anatomy import check_embedding_inputs, embedding_parts
+
+__all__ = ["ShiftSurvival", "segment_pattern", "segment_rows", "segment_table_rows", "part_norms",
+           "swap_segments", "segment_swap_change", "layernorm_shift_survival", "one_step_row_changes"]
+
+
+def segment_pattern(len_a: int, len_b: int | None = None) -> list[int]:
+    """BERT's token types for [CLS] A [SEP] (all 0) followed by B [SEP] (all 1), from the lengths of A and B."""
+    for name, length in (("len_a", len_a), ("len_b", len_b)):
+        if length is not None and (not isinstance(length, int) or length < 0):
+            raise ValueError(f"{name} must be a number of word pieces (an int >= 0), got {length!r}.")
+    pattern = [0] * (1 + len_a + 1)  # [CLS] A [SEP]
+    if len_b is not None:
+        pattern += [1] * (len_b + 1)  # B [SEP]
+    return pattern
+
+
+def segment_table_rows(embeddings: nn.Module) -> int:
+    """How many rows the layer's token-type (segment) table has; 0 when it has none (e.g. DistilBERT)."""
+    table = getattr(embeddings, "token_type_embeddings", None)
+    return 0 if table is None else table.num_embeddings
+
+
+def segment_rows(embeddings: nn.Module) -> torch.Tensor:
+    """A detached copy of the token-type table, (types, hidden); a clear error when the layer has none."""
+    if segment_table_rows(embeddings) == 0:
+        raise ValueError(f"{type(embeddings).__name__} has no token_type_embeddings: this model does not mark "
+                         "sentence A and B with a learned row (DistilBERT, for one, dropped the table).")
+    return embeddings.token_type_embeddings.weight.detach().clone()  # (types, hidden)
+
+
+def part_norms(embeddings: nn.Module, input_ids, token_type_ids=None) -> dict[str, torch.Tensor]:
+    """Per-token L2 norms of the token, segment and position parts of one sequence, each (seq,)."""
+    input_ids, token_type_ids, _ = check_embedding_inputs(embeddings, input_ids, token_type_ids)
+    if input_ids.shape[0] != 1:
+        raise ValueError(f"part_norms takes one sequence, got a batch of {input_ids.shape[0]}: pass input_ids[i].")
+    with torch.no_grad():
+        parts = embedding_parts(embeddings, input_ids, token_type_ids)
+    return {name: getattr(parts, name)[0].norm(dim=-1) for name in ("token", "segment", "position")}
+
+
+def swap_segments(token_type_ids, attention_mask=None) -> torch.Tensor:
+    """Swap sentence A (0) and sentence B (1); padding (attention_mask 0) keeps its type."""
+    ids = torch.as_tensor(token_type_ids)
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise TypeError(f"token_type_ids must be integer ids, got dtype {ids.dtype}.")
+    bad = (ids != 0) & (ids != 1)
+    if bad.any():
+        raise ValueError(f"swap_segments swaps sentence A (0) and B (1); token_type_ids holds {int(ids[bad][0])}.")
+    swapped = 1 - ids
+    if attention_mask is not None:
+        mask = torch.as_tensor(attention_mask)
+        if mask.shape != ids.shape:
+            raise ValueError(f"attention_mask has shape {tuple(mask.shape)} but token_type_ids has {tuple(ids.shape)}.")
+        swapped = torch.where(mask.bool(), swapped, ids)
+    return swapped
+
+
+def segment_swap_change(embeddings: nn.Module, input_ids, token_type_ids) -> torch.Tensor:
+    """Per-token relative change ||LN(swapped) - LN(original)|| / ||LN(original)|| of the layer's output, (batch, seq).
+
+    Uses the output before dropout, so the answer is the same in train and eval mode.
+    """
+    input_ids, token_type_ids, _ = check_embedding_inputs(embeddings, input_ids, token_type_ids)
+    with torch.no_grad():
+        original = embedding_parts(embeddings, input_ids, token_type_ids).normalized  # (batch, seq, hidden)
+        swapped = embedding_parts(embeddings, input_ids, swap_segments(token_type_ids)).normalized
+    return (swapped - original).norm(dim=-1) / original.norm(dim=-1)
+
+
+@dataclass
+class ShiftSurvival:
+    """How much of one shift, added to every token, is left after LayerNorm's normalisation step."""
+
+    before: torch.Tensor  # (tokens,) ||shift|| / ||x - mean(x)||: the shift's size relative to what LayerNorm sees
+    after: torch.Tensor  # (tokens,) ||N(x + shift) - N(x)|| / ||N(x)||: the same ratio after normalisation
+    survival: torch.Tensor  # (tokens,) after / before: 1 = kept in full (relative to the token), 0 = removed
+    mean_share: float  # share of ||shift||^2 in its mean over dimensions: the part centring removes exactly
+    common_share: float  # ||mean_i delta_i||^2 / mean_i ||delta_i||^2 of the changes delta_i: 1 = still one shift
+
+
+def layernorm_shift_survival(x: torch.Tensor, shift: torch.Tensor, eps: float = 1e-12) -> ShiftSurvival:
+    """Measure what LayerNorm's normalisation N (no gamma, beta) keeps of a shift added to every token of x.
+
+    x: (tokens, hidden) the vectors before LayerNorm without the shift; shift: (hidden,).
+    """
+    x, shift = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(shift, dtype=torch.float32)
+    if x.dim() != 2 or shift.dim() != 1 or x.shape[-1] != shift.shape[0]:
+        raise ValueError(f"x must be (tokens, hidden) and shift (hidden,) with the same hidden size; "
+                         f"got x {tuple(x.shape)} and shift {tuple(shift.shape)}.")
+    if x.shape[0] == 0 or not bool(shift.norm() > 0):
+        raise ValueError("Need at least one token and a shift that is not all zeros.")
+    hidden = x.shape[-1]
+
+    def normalise(v: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(v, (hidden,), eps=eps)  # (v - mean) / sqrt(var + eps), no gamma, no beta
+
+    centred = x - x.mean(dim=-1, keepdim=True)  # (tokens, hidden)
+    before = shift.norm() / centred.norm(dim=-1)
+    delta = normalise(x + shift) - normalise(x)  # (tokens, hidden)
+    after = delta.norm(dim=-1) / normalise(x).norm(dim=-1)
+    mean_share = float(hidden * shift.mean() ** 2 / shift.pow(2).sum())
+    common_share = float(delta.mean(dim=0).pow(2).sum() / delta.pow(2).sum(dim=-1).mean())
+    return ShiftSurvival(before, after, after / before, mean_share, common_share)
+
+
+def one_step_row_changes(model: nn.Module, input_ids, token_type_ids=None, lr: float = 0.1) -> torch.Tensor:
+    """Norm of each token-type row's change after one SGD step on a toy loss, on a deep copy; (types,).
+
+    The toy loss is the mean square of the last hidden state. The copy stays in the model's mode (eval: no
+    dropout), so the result is deterministic; the model passed in is never touched.
+    """
+    trainee = copy.deepcopy(model)
+    input_ids, token_type_ids, _ = check_embedding_inputs(trainee.embeddings, input_ids, token_type_ids)
+    before = segment_rows(trainee.embeddings)  # (types, hidden)
+    optimiser = torch.optim.SGD(trainee.parameters(), lr=lr)
+    optimiser.zero_grad()
+    loss = trainee(input_ids=input_ids, token_type_ids=token_type_ids).last_hidden_state.pow(2).mean()
+    loss.backward()
+    optimiser.step()
+    return (segment_rows(trainee.embeddings) - before).norm(dim=-1)

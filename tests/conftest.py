@@ -13,6 +13,7 @@ import torch
 from transformers import BertConfig, BertModel
 
 from helpers import load_bert
+from tests.book_site import book_url  # noqa: F401  (a fixture: the built book served on localhost)
 
 TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
             max_position_embeddings=64, type_vocab_size=3)

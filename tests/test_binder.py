@@ -41,6 +41,6 @@ def test_the_environment_is_installed_after_the_repository_is_copied(dockerfile)
 
 
 def test_no_other_build_file_competes_with_environment_yml():
-    """repo2docker would prefer a Dockerfile or binder/ folder; requirements.txt alone is ignored beside environment.yml."""
+    """repo2docker would prefer a Dockerfile or a binder/ folder over environment.yml."""
     assert not (ROOT / "Dockerfile").exists() and not (ROOT / "binder").exists()
     assert not (ROOT / "postBuild").exists()

@@ -10,7 +10,7 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 import yaml
 
-from tests.book_site import IN_CI, ROOT, book_url, is_notebook, toc_pages  # noqa: F401  (book_url is a fixture)
+from tests.book_site import IN_CI, ROOT, is_notebook, toc_pages
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "_build" / "screenshots"

@@ -74,7 +74,8 @@ def test_the_variable_selects_a_local_directory(tiny_dir, monkeypatch, fresh_cac
     info = describe_checkpoint()
     assert (info.source, info.hidden_size, info.max_positions) == ("local directory", 32, 64)
     assert info.parameters == sum(p.numel() for p in saved.parameters())
-    assert info.sha256["model.safetensors"] == hashlib.sha256((directory / "model.safetensors").read_bytes()).hexdigest()
+    weights = (directory / "model.safetensors").read_bytes()
+    assert info.sha256["model.safetensors"] == hashlib.sha256(weights).hexdigest()
 
 
 def test_load_is_cached_per_process(packaged, fresh_cache):
