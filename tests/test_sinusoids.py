@@ -1,0 +1,210 @@
+"""helpers.sinusoids against transformers' sinusoidal tables (XLM, DistilBERT, Marian, FSMT) and closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from transformers import DistilBertConfig, DistilBertModel
+from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings as distilbert_sinusoids
+from transformers.models.fsmt.modeling_fsmt import SinusoidalPositionalEmbedding as FSMTSinusoids
+from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+from transformers.models.xlm.modeling_xlm import create_sinusoidal_embeddings as xlm_sinusoids
+
+from helpers import (
+    halves_permutation,
+    inverse_frequencies,
+    offset_dot_product,
+    rotation_matrix,
+    sinusoidal_table,
+    to_halves_layout,
+    wavelengths,
+)
+
+SIZES = [(300, 512), (64, 32), (17, 2), (129, 384)]
+
+
+def source_notebook_table(max_len: int, d_model: int) -> torch.Tensor:
+    """The source notebook's generator (float32 div_term formula)."""
+    pe = torch.zeros(max_len, d_model)
+    position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+@pytest.mark.parametrize(("positions", "d_model"), SIZES)
+def test_equals_xlm_and_distilbert(positions, d_model):
+    expected_xlm = xlm_sinusoids(positions, d_model, out=torch.empty(positions, d_model))
+    expected_distilbert = distilbert_sinusoids(positions, d_model, torch.empty(positions, d_model))
+    table = sinusoidal_table(positions, d_model)
+    assert table.dtype == torch.float32 and table.shape == (positions, d_model)
+    assert torch.equal(table, expected_xlm)
+    assert torch.equal(table, expected_distilbert)
+
+
+def test_equals_the_shape_of_every_bert_position_table(any_bert):
+    rows, hidden = any_bert.embeddings.position_embeddings.weight.shape
+    assert torch.equal(sinusoidal_table(rows, hidden), xlm_sinusoids(rows, hidden, out=torch.empty(rows, hidden)))
+
+
+def test_equals_a_distilbert_model_built_with_sinusoids():
+    config = DistilBertConfig(vocab_size=50, dim=32, n_layers=1, n_heads=2, hidden_dim=16, max_position_embeddings=40,
+                              sinusoidal_pos_embds=True)
+    torch.manual_seed(0)
+    weight = DistilBertModel(config).embeddings.position_embeddings.weight.detach()
+    assert torch.equal(weight, sinusoidal_table(40, 32))
+
+
+def test_source_notebook_generator_agrees_up_to_float32_rounding():
+    torch.testing.assert_close(sinusoidal_table(300, 512), source_notebook_table(300, 512), rtol=0, atol=1e-4)
+
+
+def test_closed_form_entries_with_another_base():
+    table = sinusoidal_table(40, 12, base=100.0)
+    for pos, i in [(0, 0), (3, 1), (17, 4), (39, 5)]:
+        angle = pos / 100.0 ** (2 * i / 12)
+        assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+        assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+@pytest.mark.parametrize(("positions", "d_model"), SIZES)
+def test_marian_create_weight_is_the_halves_layout(positions, d_model):
+    marian = MarianSinusoidalPositionalEmbedding(positions, d_model).create_weight()
+    assert torch.equal(marian, to_halves_layout(sinusoidal_table(positions, d_model)))
+    if d_model > 2:
+        assert not torch.allclose(marian, sinusoidal_table(positions, d_model))
+
+
+def test_fresh_marian_module_holds_random_weights_not_sinusoids():
+    torch.manual_seed(0)
+    fresh = MarianSinusoidalPositionalEmbedding(50, 16)
+    assert not torch.allclose(fresh.weight, to_halves_layout(sinusoidal_table(50, 16)))
+
+
+@pytest.mark.parametrize("d_model", [2, 8, 384, 512])
+def test_halves_permutation_is_numpy_r_(d_model):
+    expected = torch.as_tensor(np.r_[0:d_model:2, 1:d_model:2])
+    assert torch.equal(halves_permutation(d_model), expected)
+    assert sorted(halves_permutation(d_model).tolist()) == list(range(d_model))
+
+
+@pytest.mark.parametrize("d_model", [64, 512])
+def test_fsmt_is_not_a_permutation_but_a_different_base(d_model):
+    fsmt = FSMTSinusoids.get_embedding(100, d_model, None)
+    table = sinusoidal_table(100, d_model)
+    # A column permutation keeps each row's multiset of values; FSMT's rows have other values.
+    assert not torch.allclose(fsmt[1].sort().values, table[1].sort().values, atol=1e-4)
+    # Its step ln(10000)/(d/2 - 1) is the paper's formula with base 10000^((d/2)/(d/2 - 1)).
+    half = d_model // 2
+    equivalent = to_halves_layout(sinusoidal_table(100, d_model, base=10000.0 ** (half / (half - 1))))
+    torch.testing.assert_close(fsmt, equivalent, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("d_model", [2, 32, 512])
+def test_inverse_frequencies_match_xlm_exponent_and_source_div_term(d_model):
+    xlm_style = torch.tensor([1 / np.power(10000, 2 * (j // 2) / d_model) for j in range(0, d_model, 2)],
+                             dtype=torch.float64)
+    torch.testing.assert_close(inverse_frequencies(d_model), xlm_style)
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    torch.testing.assert_close(inverse_frequencies(d_model), div_term)
+
+
+@pytest.mark.parametrize(("d_model", "base"), [(512, 10000.0), (384, 10000.0), (16, 100.0)])
+def test_wavelengths_geometric_from_two_pi(d_model, base):
+    wl = wavelengths(d_model, base)
+    assert wl.shape == (d_model // 2,)
+    assert wl[0].item() == pytest.approx(2 * math.pi)
+    assert wl[-1].item() == pytest.approx(2 * math.pi * base ** (1 - 2 / d_model))
+    assert wl[-1].item() < 2 * math.pi * base
+    ratio = wl[1:] / wl[:-1]
+    torch.testing.assert_close(ratio, torch.full_like(ratio, base ** (2 / d_model)))
+
+
+def test_values_bounded_and_pairs_on_unit_circle():
+    table = xlm_sinusoids(300, 512, out=torch.empty(300, 512))  # reference table; helper equality tested above
+    assert table.abs().max() <= 1
+    torch.testing.assert_close(table[:, 0::2] ** 2 + table[:, 1::2] ** 2, torch.ones(300, 256))
+
+
+@pytest.mark.parametrize(("d_model", "offsets"), [(512, [0, 1, 5, 77, 250]), (32, [0, 3, 40])])
+def test_offset_dot_product_is_every_diagonal_of_the_gram_matrix(d_model, offsets):
+    table = torch.from_numpy(np.stack([
+        np.concatenate([[f(p * 10000 ** (-2 * i / d_model)) for f in (math.sin, math.cos)]
+                        for i in range(d_model // 2)]) for p in range(300)]))  # (300, d_model) float64, by hand
+    gram = table @ table.T
+    for k in offsets:
+        diagonal = torch.diagonal(gram, offset=k)
+        torch.testing.assert_close(diagonal, torch.full_like(diagonal, offset_dot_product(k, d_model)))
+
+
+@pytest.mark.parametrize("k", [0, 1, 9, 100, -4])
+def test_rotation_matrix_moves_every_row_by_k(k):
+    table = xlm_sinusoids(300, 64, out=torch.empty(300, 64))
+    rotation = rotation_matrix(k, 64)
+    assert rotation.shape == (64, 64) and rotation.dtype == torch.float32
+    start, stop = max(0, -k), 300 - max(0, k)
+    torch.testing.assert_close(table[start:stop] @ rotation.T, table[start + k:stop + k], rtol=0, atol=1e-4)
+    torch.testing.assert_close(rotation @ rotation.T, torch.eye(64), rtol=0, atol=1e-6)
+
+
+def test_rotation_matrix_blocks_and_composition():
+    first = rotation_matrix(3, 8, dtype=torch.float64)
+    w = 10000 ** (-2 * 1 / 8)  # pair 1
+    expected_block = torch.tensor([[math.cos(3 * w), math.sin(3 * w)], [-math.sin(3 * w), math.cos(3 * w)]],
+                                  dtype=torch.float64)
+    torch.testing.assert_close(first[2:4, 2:4], expected_block)
+    assert first[0:2, 2:].abs().max() == 0 and first[2:4, :2].abs().max() == 0
+    torch.testing.assert_close(first @ rotation_matrix(5, 8, dtype=torch.float64),
+                               rotation_matrix(8, 8, dtype=torch.float64))
+    torch.testing.assert_close(rotation_matrix(-3, 8, dtype=torch.float64), first.T)
+
+
+def test_longer_table_extends_shorter_one():
+    assert torch.equal(sinusoidal_table(1000, 64)[:300], sinusoidal_table(300, 64))
+
+
+@pytest.mark.parametrize("d_model", [0, -2, 3, 385, 2.0, True, "512"])
+def test_bad_width(d_model):
+    with pytest.raises(ValueError, match="d_model must be a positive even integer"):
+        sinusoidal_table(10, d_model)
+    with pytest.raises(ValueError, match="d_model must be a positive even integer"):
+        wavelengths(d_model)
+
+
+@pytest.mark.parametrize("positions", [0, -1, 2.5, False])
+def test_bad_length(positions):
+    with pytest.raises(ValueError, match="num_positions must be a positive integer"):
+        sinusoidal_table(positions, 8)
+
+
+@pytest.mark.parametrize("base", [0, 0.0, -10000.0, 1.0, 0.5, float("inf"), float("nan")])
+def test_bad_base(base):
+    with pytest.raises(ValueError, match="base must be a finite number greater than 1"):
+        sinusoidal_table(10, 8, base=base)
+    with pytest.raises(ValueError, match="base must be a finite number greater than 1"):
+        rotation_matrix(1, 8, base=base)
+
+
+@pytest.mark.parametrize("base", ["10000", None, True])
+def test_base_of_wrong_type(base):
+    with pytest.raises(TypeError, match="base must be a real number"):
+        inverse_frequencies(8, base=base)
+
+
+@pytest.mark.parametrize("offset", [1.5, "3", None, True])
+def test_bad_offset(offset):
+    with pytest.raises(TypeError, match="offset must be an integer"):
+        rotation_matrix(offset, 8)
+    with pytest.raises(TypeError, match="offset must be an integer"):
+        offset_dot_product(offset, 8)
+
+
+def test_to_halves_layout_needs_a_2d_table():
+    with pytest.raises(ValueError, match="table must be a 2-D tensor"):
+        to_halves_layout(torch.zeros(8))
+    with pytest.raises(ValueError, match="d_model must be a positive even integer"):
+        to_halves_layout(torch.zeros(4, 5))
