@@ -155,7 +155,12 @@ def load_bert() -> tuple[BertModel, object]:
 
 def describe_checkpoint() -> CheckpointInfo:
     """Describe the checkpoint load_bert() returns: name, origin, sizes, file hashes."""
-    model, _, source, name = _load(checkpoint_spec())
+    return _describe(checkpoint_spec())
+
+
+@functools.cache
+def _describe(spec: str) -> CheckpointInfo:
+    model, _, source, name = _load(spec)
     config = model.config
     location = Path(config._name_or_path)
     if not location.is_dir():

@@ -1,5 +1,305 @@
-"""From text to token ids and context-free token vectors."""
+"""From text to token ids and context-free token vectors: token tables, WordPiece, nearest tokens, PCA."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.decomposition import PCA
+from sklearn.metrics.pairwise import cosine_similarity
+from torch import nn
+
+__all__ = ["TextTable", "TokenRow", "TokenTable", "token_table", "WordPieceResult", "greedy_wordpiece",
+           "Neighbour", "nearest_tokens", "nearest_table", "single_token_id", "token_matrix", "row_norms",
+           "GroupProjection", "word_group_pca"]
+
+# Tokenizers say "no limit" with this huge model_max_length (transformers' VERY_LARGE_INTEGER is 1e30).
+_NO_LIMIT = 10**9
+
+
+def _cell_markdown(value) -> str:
+    text = str(value)
+    if isinstance(value, str):
+        text = text.replace("|", "\\|")
+        return f"`` {text} ``" if "`" in text else f"`{text}`"
+    return text
+
+
+class TextTable:
+    """A small table that shows itself as aligned plain text (for nbval) and as Markdown (for the book)."""
+
+    def __init__(self, headers: Sequence[str], rows: Sequence[Sequence], code_columns: Sequence[str] = ()):
+        self.headers = list(headers)
+        self.rows = [list(row) for row in rows]
+        self.code_columns = set(code_columns)  # columns shown as `code` in Markdown
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        cells = [self.headers] + [[str(v) for v in row] for row in self.rows]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(self.headers))]
+        lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        """The table as a Markdown (pipe) table."""
+        lines = ["| " + " | ".join(self.headers) + " |", "|" + "|".join("---" for _ in self.headers) + "|"]
+        for row in self.rows:
+            cells = [_cell_markdown(v) if h in self.code_columns else str(v).replace("|", "\\|")
+                     for h, v in zip(self.headers, row, strict=True)]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """One token of an encoded text: where it stands, what it is, which row of each table it selects.
+
+    special is True for the tokenizer's special tokens ([CLS], [SEP], [PAD], [UNK], [MASK]), whether the
+    tokenizer added them or the text contained them.
+    """
+
+    position: int
+    token: str
+    id: int
+    token_type: int
+    special: bool
+
+
+class TokenTable(TextTable):
+    """The rows of token_table(); iterate over it for TokenRow objects, print it for a readable table."""
+
+    def __init__(self, token_rows: Sequence[TokenRow], truncated: bool = False):
+        self.token_rows = list(token_rows)
+        self.truncated = truncated
+        super().__init__(["position", "token", "id", "token type", "special"],
+                         [[r.position, r.token, r.id, r.token_type, "yes" if r.special else ""]
+                          for r in self.token_rows], code_columns=["token"])
+
+    def __iter__(self):
+        return iter(self.token_rows)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return TokenTable(self.token_rows[index], truncated=self.truncated)
+        return self.token_rows[index]
+
+    @property
+    def tokens(self) -> list[str]:
+        return [r.token for r in self.token_rows]
+
+    @property
+    def ids(self) -> list[int]:
+        return [r.id for r in self.token_rows]
+
+    @property
+    def token_types(self) -> list[int]:
+        return [r.token_type for r in self.token_rows]
+
+
+def _check_text(name: str, text) -> None:
+    if not isinstance(text, str):
+        raise TypeError(
+            f"{name} must be one string (str), got {type(text).__name__}. "
+            "Pass one text at a time; for a batch, call token_table once per text."
+        )
+
+
+def _position_limit(tokenizer, max_positions: int | None) -> int | None:
+    if max_positions is None:
+        limit = getattr(tokenizer, "model_max_length", None)
+        return limit if isinstance(limit, int) and limit < _NO_LIMIT else None
+    if isinstance(max_positions, bool) or not isinstance(max_positions, int) or max_positions < 2:
+        raise ValueError(f"max_positions must be an int >= 2 (room for [CLS] and [SEP]), got {max_positions!r}.")
+    return max_positions
+
+
+def token_table(tokenizer, text: str, text_pair: str | None = None, *, max_positions: int | None = None,
+                truncate: bool = False) -> TokenTable:
+    """Tokenise one text (or a pair) and return one row per token: position, token, id, token type, special.
+
+    The empty string gives the two rows [CLS] [SEP]. A text whose tokens do not fit in max_positions (default: the
+    tokenizer's model_max_length, which for BERT is the size of the position table) raises ValueError, unless
+    truncate=True, which keeps the first max_positions tokens the way tokenizer(..., truncation=True) does.
+    """
+    _check_text("text", text)
+    if text_pair is not None:
+        _check_text("text_pair", text_pair)
+    limit = _position_limit(tokenizer, max_positions)
+    if truncate and limit is None:
+        raise ValueError("truncate=True needs a limit: pass max_positions (e.g. model.config.max_position_embeddings).")
+    if truncate:
+        encoding = tokenizer(text, text_pair, truncation=True, max_length=limit)
+    else:
+        encoding = tokenizer(text, text_pair, truncation=False, verbose=False)
+    ids = list(encoding["input_ids"])
+    if limit is not None and len(ids) > limit:
+        raise ValueError(
+            f"The text tokenises to {len(ids)} tokens but the position table has {limit} rows "
+            f"(positions 0..{limit - 1}). Pass truncate=True to keep the first {limit} tokens, "
+            "or split the text into windows."
+        )
+    types = encoding.get("token_type_ids") or [0] * len(ids)
+    tokens = tokenizer.convert_ids_to_tokens(ids)
+    special_ids = set(tokenizer.all_special_ids)
+    rows = [TokenRow(position=p, token=t, id=i, token_type=s, special=i in special_ids)
+            for p, (t, i, s) in enumerate(zip(tokens, ids, types, strict=True))]
+    return TokenTable(rows, truncated=truncate and limit is not None and len(ids) == limit)
+
+
+@dataclass(frozen=True)
+class WordPieceResult:
+    """Greedy longest-match-first WordPiece of one word: the pieces and every vocabulary lookup tried."""
+
+    pieces: list[str]
+    tried: list[tuple[str, bool]]  # (candidate, in vocabulary?) in the order they were looked up
+
+
+def greedy_wordpiece(word: str, vocab: Mapping[str, int], prefix: str = "##", unk_token: str = "[UNK]",
+                     max_chars: int = 100) -> WordPieceResult:
+    """Split one normalised word the way BERT's WordPiece does: longest vocabulary match first, '##' after the start.
+
+    If some remainder matches nothing, the whole word becomes [UNK] (Devlin et al. 2019; Wu et al. 2016).
+    """
+    _check_text("word", word)
+    if not word or any(ch.isspace() for ch in word):
+        raise ValueError(f"greedy_wordpiece splits one word without spaces, got {word!r}; "
+                         "use tokenizer.tokenize for running text.")
+    if len(word) > max_chars:
+        return WordPieceResult([unk_token], [])
+    pieces, tried, start = [], [], 0
+    while start < len(word):
+        end, match = len(word), None
+        while end > start:  # try the longest candidate first, then shorten it by one character
+            candidate = (prefix if start > 0 else "") + word[start:end]
+            found = candidate in vocab
+            tried.append((candidate, found))
+            if found:
+                match = candidate
+                break
+            end -= 1
+        if match is None:
+            return WordPieceResult([unk_token], tried)
+        pieces.append(match)
+        start = end
+    return WordPieceResult(pieces, tried)
+
+
+def _word_table(model_or_table) -> torch.Tensor:
+    if isinstance(model_or_table, nn.Embedding):
+        return model_or_table.weight
+    if isinstance(model_or_table, nn.Module) and hasattr(model_or_table, "get_input_embeddings"):
+        return model_or_table.get_input_embeddings().weight
+    raise TypeError(f"Expected a BERT model or an nn.Embedding, got {type(model_or_table).__name__}.")
+
+
+def single_token_id(tokenizer, word: str) -> int:
+    """The id of a vocabulary entry ('##ing', '[SEP]') or of a word that WordPiece keeps as one known token."""
+    _check_text("word", word)
+    if not word.strip():
+        raise ValueError("word is empty: give a word such as 'bank'.")
+    entry = tokenizer.convert_tokens_to_ids(word)  # an exact vocabulary entry, taken as it is
+    if isinstance(entry, int) and (entry != tokenizer.unk_token_id or word == tokenizer.unk_token):
+        return entry
+    pieces = tokenizer.tokenize(word)
+    if len(pieces) != 1:
+        raise ValueError(
+            f"{word!r} is not one token: WordPiece splits it into {pieces}. Ask for one of those pieces instead."
+        )
+    if pieces[0] == tokenizer.unk_token and word != tokenizer.unk_token:
+        raise ValueError(f"{word!r} is not in the vocabulary (it becomes {tokenizer.unk_token}).")
+    return int(tokenizer.convert_tokens_to_ids(pieces[0]))
+
+
+def token_matrix(model, tokenizer, words: Sequence[str]) -> torch.Tensor:
+    """The token-embedding rows of single-token words, stacked: (len(words), hidden)."""
+    table = _word_table(model)
+    ids = [single_token_id(tokenizer, w) for w in words]
+    _check_ids_fit(ids, table, tokenizer)
+    return table.detach()[ids]
+
+
+def _check_ids_fit(ids, table: torch.Tensor, tokenizer) -> None:
+    if max(ids) >= table.shape[0]:
+        raise ValueError(
+            f"The tokenizer gives id {max(ids)} but the token table has only {table.shape[0]} rows: "
+            "the tokenizer does not belong to this model."
+        )
+    if len(tokenizer) > table.shape[0]:
+        raise ValueError(f"The tokenizer knows {len(tokenizer)} tokens but the token table has {table.shape[0]} "
+                         "rows: the tokenizer does not belong to this model.")
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A token near the query token in the embedding table."""
+
+    token: str
+    id: int
+    cosine: float
+
+
+def nearest_tokens(model, tokenizer, word: str, k: int = 5) -> list[Neighbour]:
+    """The k tokens whose embedding rows have the highest cosine similarity with word's row (itself excluded).
+
+    Ties are broken by the smaller id. Cosine similarity comes from scikit-learn.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an int, got {type(k).__name__}.")
+    table = _word_table(model).detach()  # (vocab, hidden)
+    query = single_token_id(tokenizer, word)
+    _check_ids_fit([query], table, tokenizer)
+    rows = min(table.shape[0], len(tokenizer))  # rows the tokenizer can name
+    if not 1 <= k < rows:
+        raise ValueError(f"k must be between 1 and {rows - 1} (the other tokens of the vocabulary), got {k}.")
+    table = table[:rows].float().numpy()
+    similarity = cosine_similarity(table[query:query + 1], table)[0]  # (vocab,)
+    similarity[query] = -np.inf  # the word itself is not its own neighbour
+    order = np.lexsort((np.arange(rows), -similarity))[:k]  # highest cosine first, then smaller id
+    tokens = tokenizer.convert_ids_to_tokens([int(i) for i in order])
+    return [Neighbour(t, int(i), float(similarity[i])) for t, i in zip(tokens, order, strict=True)]
+
+
+def nearest_table(model, tokenizer, words: Sequence[str], k: int = 5, digits: int = 2) -> TextTable:
+    """One row per word: its k nearest tokens with their cosine similarity, rounded for display."""
+    rows = []
+    for word in words:
+        near = nearest_tokens(model, tokenizer, word, k)
+        rows.append([word] + [f"{n.token} ({n.cosine:.{digits}f})" for n in near])
+    return TextTable(["word"] + [f"#{i + 1}" for i in range(k)], rows)
+
+
+def row_norms(model) -> torch.Tensor:
+    """The Euclidean norm of every row of the token-embedding table: (vocab,)."""
+    return torch.linalg.vector_norm(_word_table(model).detach(), dim=1)
+
+
+@dataclass(frozen=True)
+class GroupProjection:
+    """Word vectors projected on their first principal components, with the group of each word."""
+
+    coords: np.ndarray  # (words, components)
+    words: list[str]
+    groups: list[str]
+    explained_variance_ratio: np.ndarray  # (components,)
+
+
+def word_group_pca(model, tokenizer, groups: Mapping[str, Sequence[str]], n_components: int = 2) -> GroupProjection:
+    """Fit a PCA (scikit-learn) on the token rows of all words in the groups and project them."""
+    if not groups or not all(groups.values()):
+        raise ValueError("groups must map each group name to a non-empty list of words.")
+    words = [w for ws in groups.values() for w in ws]
+    labels = [g for g, ws in groups.items() for _ in ws]
+    if len(words) <= n_components:
+        raise ValueError(f"PCA with {n_components} components needs more than {n_components} words, got {len(words)}.")
+    vectors = token_matrix(model, tokenizer, words).float().numpy()  # (words, hidden)
+    pca = PCA(n_components=n_components, svd_solver="full")
+    coords = pca.fit_transform(vectors)  # (words, n_components)
+    return GroupProjection(coords, words, labels, pca.explained_variance_ratio_)

@@ -21,6 +21,7 @@ TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_he
 def fresh_cache(monkeypatch):
     """Give a test its own empty load cache, and keep the session's cached model intact."""
     monkeypatch.setattr(checkpoint, "_load", functools.cache(checkpoint._load.__wrapped__))
+    monkeypatch.setattr(checkpoint, "_describe", functools.cache(checkpoint._describe.__wrapped__))
 
 
 @pytest.fixture
