@@ -1,0 +1,334 @@
+"""Tests for helpers.positions (and the chapter's plots) against torch, numpy, scikit-learn and closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from matplotlib.figure import Figure
+from sklearn.linear_model import LinearRegression
+from sklearn.metrics.pairwise import cosine_similarity
+from sklearn.model_selection import KFold
+from threadpoolctl import threadpool_limits
+
+from helpers import (
+    ResultTable,
+    absolute_position_predictions,
+    absolute_position_probe,
+    band_statistics,
+    check_embedding_inputs,
+    cosine_similarity_matrix,
+    diagonal_profile,
+    diagonal_values,
+    dot_product_matrix,
+    monotonicity,
+    offset_profiles,
+    pca_trajectory,
+    position_band_profile,
+    position_probes,
+    probe_scatter,
+    rotation_period,
+    sinusoidal_table,
+    translation_cv,
+    translation_invariance,
+)
+
+matplotlib.use("Agg")
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    """Small least-squares problems run faster on one thread, above all on a busy machine."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+SIZES = [(64, 32), (300, 512), (512, 384), (512, 768)]  # (positions, d_model): tiny, the source's, MiniLM, base
+
+
+def position_rows(model) -> torch.Tensor:
+    return model.embeddings.position_embeddings.weight.detach()  # (positions, hidden)
+
+
+def random_rows(positions: int, hidden: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(positions, hidden, generator=torch.Generator().manual_seed(seed))
+
+
+def sinusoid_offset_dot(max_offset: int, d_model: int) -> torch.Tensor:
+    """Closed form (Vaswani et al. 2017, 3.5): <PE_x, PE_{x+k}> = sum_i cos(k * w_i), for k = 0..max_offset."""
+    omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.cos(torch.arange(max_offset + 1, dtype=torch.float64)[:, None] * omega).sum(dim=1)
+
+
+# --- similarity matrices -------------------------------------------------------------------------------------
+
+
+def test_cosine_similarity_matches_sklearn_and_torch(any_bert):
+    rows = position_rows(any_bert)
+    ours = cosine_similarity_matrix(rows)
+    torch.testing.assert_close(ours, torch.from_numpy(cosine_similarity(rows.double().numpy())))
+    some = rows.double()[::max(1, len(rows) // 16)]  # (about 16, hidden): keeps the broadcast small
+    pairwise = F.cosine_similarity(some[:, None, :], rows.double()[None, :, :], dim=-1)  # (about 16, positions)
+    torch.testing.assert_close(ours[::max(1, len(rows) // 16)], pairwise, rtol=1e-9, atol=1e-9)
+
+
+def test_dot_product_matrix_matches_elementwise_sum(tiny_bert):
+    rows = position_rows(tiny_bert).double()
+    expected = (rows[:, None, :] * rows[None, :, :]).sum(dim=-1)
+    torch.testing.assert_close(dot_product_matrix(rows), expected)
+
+
+def test_diagonal_values_match_torch_diagonal():
+    matrix = torch.arange(49.0).reshape(7, 7)
+    values = diagonal_values(matrix, 4)
+    assert values.shape == (7, 5)
+    for k in range(5):
+        torch.testing.assert_close(values[: 7 - k, k], torch.diagonal(matrix, k).double())
+        assert values[7 - k:, k].isnan().all()
+
+
+def test_diagonal_profile_matches_band_means():
+    matrix = torch.randn(40, 40, generator=torch.Generator().manual_seed(1)).double()
+    profile = diagonal_profile(matrix, 6, start=10, stop=30)
+    band = matrix[10:30, 10:30]
+    expected = torch.stack([torch.diagonal(band, k).mean() for k in range(7)])
+    torch.testing.assert_close(profile, expected)
+
+
+# --- translation invariance ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("positions, d_model", SIZES)
+def test_sinusoid_diagonals_follow_closed_form(positions, d_model):
+    sinusoid = sinusoidal_table(positions, d_model)
+    profile = diagonal_profile(dot_product_matrix(sinusoid), 20)
+    torch.testing.assert_close(profile, sinusoid_offset_dot(20, d_model), rtol=1e-5, atol=1e-4)
+    assert translation_invariance(sinusoid) < 1e-6  # exact up to float32 rounding of the table
+
+
+def test_translation_cv_matches_numpy(any_bert):
+    rows = position_rows(any_bert)
+    gram = rows.double().numpy() @ rows.double().numpy().T
+    expected = [np.std(np.diagonal(gram, k)) / abs(np.mean(np.diagonal(gram, k))) for k in range(1, 11)]
+    np.testing.assert_allclose(translation_cv(rows, 10).numpy(), expected, rtol=1e-9)
+    assert translation_invariance(rows, 10) == pytest.approx(np.mean(expected), rel=1e-9)
+
+
+def test_translation_cv_is_large_for_random_rows():
+    assert translation_invariance(random_rows(256, 64)) > 1.0  # mean dot product near 0, spread not
+
+
+# --- monotonicity ----------------------------------------------------------------------------------------------
+
+
+def brute_force_monotonicity(table: torch.Tensor, max_offset: int) -> float:
+    phi = (table.double() @ table.double().T).tolist()
+    hits = total = 0
+    for x in range(len(phi)):
+        for k in range(1, max_offset + 1):
+            if x + k + 1 < len(phi):
+                total += 1
+                hits += phi[x][x + k] > phi[x][x + k + 1]
+    return hits / total
+
+
+@pytest.mark.parametrize("positions, d_model", SIZES)
+def test_sinusoid_monotonicity_matches_closed_form(positions, d_model):
+    f = sinusoid_offset_dot(21, d_model)  # phi depends on k only, so each k counts as a whole diagonal
+    weights = torch.tensor([positions - k - 1 for k in range(1, 21)], dtype=torch.float64)
+    decreasing = (f[1:21] > f[2:22]).double()
+    expected = float((weights * decreasing).sum() / weights.sum())
+    assert monotonicity(sinusoidal_table(positions, d_model)) == pytest.approx(expected)
+    if d_model >= 384:
+        assert expected == 1.0  # BERT-sized sinusoids fall at every step up to offset 21
+
+
+def test_monotonicity_matches_brute_force(tiny_bert):
+    rows = position_rows(tiny_bert)[:30]
+    assert monotonicity(rows, 5) == pytest.approx(brute_force_monotonicity(rows, 5))
+
+
+def test_monotonicity_of_random_rows_is_a_coin_toss():
+    assert 0.45 < monotonicity(random_rows(512, 384)) < 0.55
+
+
+# --- absolute-position probe ----------------------------------------------------------------------------------
+
+
+def manual_cv_mae(table: torch.Tensor, seed: int = 0) -> float:
+    """The probe written out: fit and predict fold by fold, weight each fold's MAE by its size."""
+    rows, target = table.double().numpy(), np.arange(len(table), dtype=float)
+    total = 0.0
+    for train, test in KFold(n_splits=5, shuffle=True, random_state=seed).split(rows):
+        fitted = LinearRegression().fit(rows[train], target[train])
+        total += np.abs(fitted.predict(rows[test]) - target[test]).sum()
+    return total / len(rows)
+
+
+@pytest.mark.parametrize("positions, d_model", SIZES)
+def test_probe_is_near_zero_on_a_sinusoid(positions, d_model):
+    assert absolute_position_probe(sinusoidal_table(positions, d_model)) < 0.01
+
+
+@pytest.mark.parametrize("positions, hidden", [(64, 32), (512, 384)])
+def test_probe_is_large_on_random_rows(positions, hidden):
+    chance = positions / 4  # the mean absolute error of always guessing the middle position
+    assert absolute_position_probe(random_rows(positions, hidden)) > 0.5 * chance
+
+
+def test_probe_matches_fold_by_fold_regression(any_bert):
+    rows = position_rows(any_bert)
+    assert absolute_position_probe(rows, seed=3) == pytest.approx(manual_cv_mae(rows, seed=3), rel=1e-6)
+
+
+def test_probe_predictions_are_out_of_fold():
+    rows = random_rows(100, 120)  # more features than rows: in-sample fit would be perfect
+    predictions = absolute_position_predictions(rows)
+    assert predictions.shape == (100,)
+    assert np.abs(predictions - np.arange(100)).mean() > 5
+
+
+def test_learned_rows_sit_between_sinusoid_and_random(packaged):
+    learned = position_probes(position_rows(packaged[0]))
+    rows, hidden = position_rows(packaged[0]).shape
+    sinusoid = position_probes(sinusoidal_table(rows, hidden))
+    untrained = position_probes(random_rows(rows, hidden) * packaged[0].config.initializer_range)
+    assert sinusoid["absolute_probe_mae"] < learned["absolute_probe_mae"] < untrained["absolute_probe_mae"]
+    assert sinusoid["translation_cv"] < learned["translation_cv"] < untrained["translation_cv"]
+    assert untrained["monotonicity"] < learned["monotonicity"] < sinusoid["monotonicity"]
+
+
+def test_position_probes_keys_and_building_blocks(tiny_bert):
+    rows = position_rows(tiny_bert)
+    result = position_probes(rows, max_offset=7, seed=2)
+    assert list(result) == ["absolute_probe_mae", "translation_cv", "monotonicity"]
+    assert all(isinstance(v, float) for v in result.values())
+    assert result["absolute_probe_mae"] == absolute_position_probe(rows, seed=2)
+    assert result["translation_cv"] == translation_invariance(rows, 7)
+    assert result["monotonicity"] == monotonicity(rows, 7)
+
+
+# --- bands, rotation, table ---------------------------------------------------------------------------------------
+
+
+def test_band_statistics_match_torch(any_bert):
+    rows = position_rows(any_bert)
+    positions = len(rows)
+    bands = band_statistics(rows, (16, 40))
+    bounds = [(0, 16), (16, 40), (40, positions)]
+    assert [b["band"] for b in bands] == [f"{a}..{b - 1}" for a, b in bounds]
+    for stats, (a, b) in zip(bands, bounds, strict=True):
+        block = rows[a:b].double()
+        assert stats["rows"] == b - a
+        assert stats["median_norm"] == pytest.approx(float(torch.linalg.norm(block, dim=1).median()))
+        cos = F.cosine_similarity(block[:-1], block[1:], dim=1).mean()
+        assert stats["neighbour_cosine"] == pytest.approx(float(cos), rel=1e-9)
+
+
+def test_band_statistics_of_untrained_rows_show_no_order(bert_base_random):
+    for band in band_statistics(position_rows(bert_base_random)):
+        assert abs(band["neighbour_cosine"]) < 0.05
+
+
+@pytest.mark.parametrize("period", [5.7, 11.0, 40.0])
+def test_rotation_period_of_a_sine_cosine_pair(period):
+    angle = 2 * math.pi * np.arange(200) / period
+    assert rotation_period(np.stack([np.cos(angle), np.sin(angle)], axis=1)) == pytest.approx(period)
+    assert rotation_period(torch.tensor(np.stack([np.sin(angle), np.cos(angle)], axis=1))) == pytest.approx(period)
+
+
+def test_result_table_renders_markdown_and_text():
+    table = ResultTable(["probe", "value"], [["mae", "1.5"], ["cv", 0.25]])
+    assert table._repr_markdown_().splitlines() == ["| probe | value |", "|---|---|", "| mae | 1.5 |",
+                                                    "| cv | 0.25 |"]
+    assert repr(table).splitlines()[2].split() == ["mae", "1.5"]
+    assert "<th>probe</th><th>value</th>" in table._repr_html_()
+    assert "<tr><td>cv</td><td>0.25</td></tr>" in ResultTable(["a", "b"], [["cv", 0.25]])._repr_html_()
+    assert "&lt;b&gt;" in ResultTable(["x"], [["<b>"]])._repr_html_()  # cells are escaped
+
+
+# --- bad input -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("function", [cosine_similarity_matrix, dot_product_matrix, translation_invariance,
+                                      monotonicity, absolute_position_probe, position_probes, band_statistics])
+def test_bad_tables_get_clear_errors(function):
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        function(np.zeros((10, 4)))
+    with pytest.raises(ValueError, match=r"must be 2-D \(positions, hidden\)"):
+        function(torch.zeros(10))
+    with pytest.raises(TypeError, match="floating-point"):
+        function(torch.zeros(10, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        function(torch.full((10, 4), float("nan")))
+    with pytest.raises(ValueError, match="needs at least"):
+        function(torch.zeros(1, 4))
+
+
+def test_bad_offsets_and_folds_get_clear_errors():
+    rows = random_rows(10, 4)
+    with pytest.raises(ValueError, match="max_offset must be a positive integer"):
+        translation_invariance(rows, 0)
+    with pytest.raises(ValueError, match="too large for a table of 10 rows"):
+        monotonicity(rows, 9)  # needs offset 10
+    with pytest.raises(ValueError, match="too large"):
+        position_probes(rows, max_offset=20)
+    with pytest.raises(ValueError, match="folds must be an integer of at least 2"):
+        absolute_position_predictions(rows, folds=1)
+    with pytest.raises(ValueError, match="square 2-D tensor"):
+        diagonal_values(torch.zeros(3, 4), 1)
+    with pytest.raises(ValueError, match="need 0 <= start < stop"):
+        diagonal_profile(torch.zeros(5, 5), 1, start=4, stop=2)
+    with pytest.raises(ValueError, match="edges must increase strictly"):
+        band_statistics(rows, (6, 3))
+    with pytest.raises(ValueError, match=r"shape \(positions, 2\)"):
+        rotation_period(np.zeros((10, 3)))
+    with pytest.raises(ValueError, match="does not turn"):
+        rotation_period(np.tile([[1.0, 0.0]], (10, 1)))
+    with pytest.raises(ValueError, match="one per header"):
+        ResultTable(["a", "b"], [["only one"]])
+
+
+# --- the limits the chapter shows: raw errors of transformers, clear errors of the helper -------------------------
+
+
+@pytest.mark.parametrize("name", ["packaged", "tiny_bert"])
+def test_past_the_end_raw_errors_and_clear_errors(name, request):
+    model = request.getfixturevalue("packaged")[0] if name == "packaged" else request.getfixturevalue(name)
+    rows = model.config.max_position_embeddings
+    ids = torch.tensor([[2, 5, 7, 3]])
+    past_end = torch.arange(rows, rows + 4)[None, :]
+    with pytest.raises(IndexError, match="index out of range"):
+        model(input_ids=ids, token_type_ids=torch.zeros_like(ids), position_ids=past_end)
+    with pytest.raises(RuntimeError, match="out of bounds"):  # the token-type buffer is gathered at the ids first
+        model(input_ids=ids, position_ids=past_end)
+    long_ids = torch.full((1, rows + 2), 5)
+    with pytest.raises(RuntimeError, match="must match"):
+        model(input_ids=long_ids)
+    with pytest.raises(RuntimeError, match="must match"):
+        model(input_ids=long_ids, token_type_ids=torch.zeros_like(long_ids))
+    with pytest.raises(ValueError, match=f"position_ids holds {rows}, outside the position table of {rows} rows"):
+        check_embedding_inputs(model.embeddings, ids, position_ids=past_end)
+    with pytest.raises(ValueError, match=f"has {rows + 2} tokens but the position table has {rows} rows"):
+        check_embedding_inputs(model.embeddings, long_ids)
+
+
+# --- plots ---------------------------------------------------------------------------------------------------------
+
+
+def test_plots_return_figures():
+    rows = sinusoidal_table(64, 32)
+    norms = torch.linalg.norm(rows, dim=1)
+    neighbour = torch.diagonal(cosine_similarity_matrix(rows), 1)
+    figures = [
+        position_band_profile(norms, neighbour, edges=(16, 32)),
+        offset_profiles({"sinusoid": diagonal_profile(cosine_similarity_matrix(rows), 10)}),
+        pca_trajectory(rows[:, :2], [0.5, 0.4], window=12),
+        probe_scatter({"sinusoid": absolute_position_predictions(rows)}),
+    ]
+    assert all(isinstance(figure, Figure) for figure in figures)
+    assert [len(f.axes) for f in figures] == [2, 1, 3, 1]  # pca_trajectory: two panels and a colour bar
+    matplotlib.pyplot.close("all")
