@@ -480,6 +480,13 @@ def family_input_diagrams(families: dict[str, dict], columns: int = 3, title: st
         if spec.get("position_note"):
             ax.text(left + width / 2, 1.35, spec["position_note"], ha="center", va="center", fontsize=7,
                     color=PART_COLOURS["position"])
+    spare = list(axes.flat)[len(families):]
+    if spare:  # a key to the colours in the first empty panel
+        handles = [FancyBboxPatch((0, 0), 1, 1, fc=PART_COLOURS[part], ec="black", lw=0.8) for part in
+                   ("token", "segment", "position", "other")]
+        handles.append(FancyBboxPatch((0, 0), 1, 1, fc="white", ec=grey, ls="--", lw=0.8))
+        labels = ["token table", "segment table", "position information", "norm, projection", "absent"]
+        spare[0].legend(handles, labels, loc="center", frameon=False, fontsize=9)
     if title:
         fig.suptitle(title, fontweight="bold")
     return fig

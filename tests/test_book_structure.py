@@ -57,3 +57,26 @@ def test_notebook_is_stored_executed_with_a_title(path):
         assert cell["execution_count"] is not None, f"cell {index} is not executed"
         errors = [out for out in cell["outputs"] if out["output_type"] == "error"]
         assert not errors or "raises-exception" in tags, f"cell {index} stores an error without the tag"
+
+
+def _code_cells(path):
+    return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_first_code_cell_installs_what_colab_lacks_only_in_colab(path):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    cell = _code_cells(path)[0]
+    source = "".join(cell["source"])
+    assert 'if "google.colab" in sys.modules:' in source
+    assert f'git+{config["repository"]["url"]}@{config["repository"]["branch"]}' in source
+    assert "bert-embeddings-book[colab]" in source and "torch" not in source.split("sys.modules:")[1]
+    assert cell["outputs"] == []  # locally it prints nothing, so nbval compares nothing
+    assert "remove-cell" in cell["metadata"]["tags"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_chapter_opens_with_what_you_will_learn_and_closes_with_a_summary(path):
+    text = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert "What you will learn" in text
+    assert "## Summary" in text and "{cite}`" in text
