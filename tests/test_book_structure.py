@@ -77,6 +77,7 @@ def test_first_code_cell_installs_what_colab_lacks_only_in_colab(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_chapter_opens_with_what_you_will_learn_and_closes_with_a_summary(path):
-    text = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown")
+    cells = json.loads(path.read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert "What you will learn" in text
     assert "## Summary" in text and "{cite}`" in text
