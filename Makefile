@@ -52,3 +52,8 @@ serve:
 clean:
 	rm -rf _build .pytest_cache
 	find . -name .ipynb_checkpoints -prune -exec rm -rf {} +
+
+.PHONY: assignments
+# nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/; see book/teachers.md.
+assignments: $(STAMP)
+	python -m helpers.exercises assignments
