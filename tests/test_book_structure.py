@@ -81,3 +81,12 @@ def test_chapter_opens_with_what_you_will_learn_and_closes_with_a_summary(path):
     text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     assert "What you will learn" in text
     assert "## Summary" in text and "{cite}`" in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_figure_has_a_caption_and_a_name(path):
+    figures = [c for c in _code_cells(path) if any("image/png" in o.get("data", {}) for o in c["outputs"])]
+    assert figures, "a chapter without a figure"
+    for cell in figures:
+        figure = cell["metadata"].get("mystnb", {}).get("figure", {})
+        assert figure.get("caption") and figure.get("name", "").startswith("fig-"), "".join(cell["source"])[:80]
