@@ -17,10 +17,13 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def toc_pages() -> list[str]:
-    """Every page of _toc.yml as its path without suffix, root first."""
+    """Every page of _toc.yml (root, chapters, their sections) as its path without suffix, root first."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     chapters = toc.get("chapters", []) + [c for part in toc.get("parts", []) for c in part["chapters"]]
-    return [toc["root"]] + [entry["file"] for entry in chapters]
+    pages = [toc["root"]]
+    for entry in chapters:
+        pages += [entry["file"]] + [section["file"] for section in entry.get("sections", [])]
+    return pages
 
 
 def is_notebook(page: str) -> bool:

