@@ -1,13 +1,42 @@
-"""Helpers for the book on BERT's input embeddings; notebooks import from here, not from submodules."""
+"""Helpers for the book on BERT's input embeddings; notebooks import from here, not from submodules.
 
-from helpers.anatomy import *
-from helpers.checkpoint import CheckpointError, CheckpointInfo, checkpoint_spec, describe_checkpoint, load_bert
-from helpers.families import *
-from helpers.gpu import GPU_TAG, cuda_available
-from helpers.notebook import setup
-from helpers.plots import *
-from helpers.positions import *
-from helpers.relative_positions import *
-from helpers.segments import *
-from helpers.sinusoids import *
-from helpers.tokens import *
+A name loads only the submodule that defines it (its `__all__`, read here without importing anything), so
+`from helpers import load_bert` costs no scikit-learn, and the pytest and Sphinx plugins that live in this
+package (pytest_gpu, pytest_nbval, sphinx_gpu, sphinx_fixes) start without torch.
+"""
+
+import ast
+from importlib import import_module
+from pathlib import Path
+
+MODULES = ("anatomy", "checkpoint", "families", "gpu", "notebook", "plots", "positions", "relative_positions",
+           "segments", "sinusoids", "tables", "tokens")
+
+
+def declared_names(module_name: str) -> list[str]:
+    """The names a submodule lists in `__all__` (plain or `+=`), read from its source without importing it."""
+    tree = ast.parse((Path(__file__).parent / f"{module_name}.py").read_text())
+    names = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if isinstance(node, (ast.Assign, ast.AugAssign)) and any(getattr(t, "id", "") == "__all__" for t in targets):
+            names += ast.literal_eval(node.value)
+    return names
+
+
+OWNER = {name: module_name for module_name in MODULES for name in declared_names(module_name)}
+__all__ = sorted(OWNER)
+
+
+def __getattr__(name: str):
+    """`from helpers import x` and `helpers.x` import x's submodule on first use (PEP 562)."""
+    if name not in OWNER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{OWNER[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """Tab completion lists the public names before they are loaded."""
+    return sorted({*globals(), *__all__})

@@ -11,6 +11,8 @@ from pathlib import Path
 import transformers
 from transformers import AutoConfig, AutoTokenizer, BertModel
 
+__all__ = ["CheckpointError", "CheckpointInfo", "checkpoint_spec", "describe_checkpoint", "load_bert"]
+
 ENV_VAR = "BERT_BOOK_CHECKPOINT"
 PACKAGED = "packaged"
 PACKAGED_NAME = "sentence-transformers/all-MiniLM-L6-v2"

@@ -10,6 +10,8 @@ import transformers
 from torch import nn
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
+from helpers.tables import ResultTable
+
 __all__ = [
     "Family",
     "FAMILIES",
@@ -393,8 +395,6 @@ def family_table(rows: dict[str, tuple[str, InputLayerSummary, str]], view: str 
     view="tables": the tables, their shapes and parameter counts; view="positions": where position information
     enters and where the norms sit.
     """
-    from helpers.positions import ResultTable
-
     if view == "tables":
         headers = ["model", "weights", "token", "segment", "position", "input-layer params", "all params",
                    "input share"]

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
-import torch
+import functools
+import subprocess
+import sys
+
+__all__ = ["GPU_TAG", "cuda_available"]
 
 GPU_TAG = "gpu"
 NBCLIENT_DEFAULT_SKIP_TAG = "skip-execution"
+CUDA_PROBE = "import torch; print(torch.cuda.is_available())"
 
 
 def cuda_available() -> bool:
-    """True when torch sees a CUDA device."""
-    return torch.cuda.is_available()
+    """True when torch sees a CUDA device; a process without torch (a plugin) asks a child process instead."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"].cuda.is_available()
+    return cuda_available_in_child()
+
+
+@functools.cache
+def cuda_available_in_child() -> bool:
+    """torch.cuda.is_available() in a fresh interpreter, so this process never holds torch's ~200 MB."""
+    probe = subprocess.run([sys.executable, "-c", CUDA_PROBE], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise RuntimeError(f"Could not ask torch whether CUDA is available ({sys.executable} -c {CUDA_PROBE!r}):\n"
+                           f"{probe.stderr.strip()}\nInstall the book's requirements first: `make venv`.")
+    return probe.stdout.strip() == "True"
 
 
 def skip_gpu_cells() -> bool:

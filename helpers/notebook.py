@@ -10,6 +10,8 @@ import torch
 
 from helpers.plots import apply_house_style
 
+__all__ = ["setup"]
+
 SEED = 0
 
 

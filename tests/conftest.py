@@ -1,42 +1,57 @@
-"""Shared fixtures: the packaged checkpoint and two random BERTs (bert-base shapes, tiny)."""
+"""Shared fixtures: the packaged checkpoint and two random BERTs (bert-base embedding shapes, tiny).
+
+torch and transformers load inside the fixtures: the xdist controller, which runs no test, never imports them.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 # Tests never reach a model hub: fail fast instead of retrying a connection.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import pytest
-import torch
-from transformers import BertConfig, BertModel
 
-from helpers import load_bert
+import helpers
 from tests.book_site import book_url  # noqa: F401  (a fixture: the built book served on localhost)
+
+if TYPE_CHECKING:
+    from transformers import BertModel
 
 TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
             max_position_embeddings=64, type_vocab_size=3)
 
 
+def random_bert(**config) -> BertModel:
+    """A BertModel with random weights (seed 0) in eval mode."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    return BertModel(BertConfig(**config)).eval()
+
+
 @pytest.fixture(scope="session")
 def packaged():
     """(model, tokenizer) of the packaged checkpoint, loaded offline; never mutate the model."""
-    return load_bert()
+    return helpers.load_bert()
 
 
 @pytest.fixture(scope="session")
 def bert_base_random():
-    """A randomly initialised BertModel with bert-base-uncased's shapes, in eval mode."""
-    torch.manual_seed(0)
-    return BertModel(BertConfig()).eval()
+    """A random BertModel with bert-base-uncased's embedding layer and one encoder layer (not 12), in eval mode.
+
+    The embedding tests never reach past the first layer; eleven more would cost each test worker 330 MB.
+    """
+    return random_bert(num_hidden_layers=1)
 
 
 @pytest.fixture(scope="session")
 def tiny_bert():
     """A tiny random BertModel (3 token types, 64 positions), in eval mode."""
-    torch.manual_seed(0)
-    return BertModel(BertConfig(**TINY)).eval()
+    return random_bert(**TINY)
 
 
 @pytest.fixture(params=["packaged", "bert_base_random", "tiny_bert"])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 import yaml
 from nbclient import NotebookClient
 
@@ -29,7 +30,7 @@ def restore_nbclient():
 @pytest.fixture(params=[False, True], ids=["no-cuda", "cuda-faked"])
 def cuda(request, monkeypatch):
     """Pretend torch does or does not see a CUDA device."""
-    monkeypatch.setattr(gpu.torch.cuda, "is_available", lambda: request.param)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: request.param)
     return request.param
 
 
@@ -60,3 +61,16 @@ def test_the_book_build_loads_the_gpu_extension():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert "helpers.sphinx_gpu" in config["sphinx"]["extra_extensions"]
     assert "helpers.pytest_gpu" in (ROOT / "conftest.py").read_text()
+
+
+def test_child_probe_agrees_with_torch_here():
+    gpu.cuda_available_in_child.cache_clear()
+    assert gpu.cuda_available_in_child() is torch.cuda.is_available()
+
+
+def test_child_probe_failure_says_what_to_do(monkeypatch):
+    gpu.cuda_available_in_child.cache_clear()
+    monkeypatch.setattr(gpu, "CUDA_PROBE", "import torch_is_not_installed_here")
+    with pytest.raises(RuntimeError, match=r"(?s)torch_is_not_installed_here.*make venv"):
+        gpu.cuda_available_in_child()
+    gpu.cuda_available_in_child.cache_clear()

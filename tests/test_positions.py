@@ -16,7 +16,6 @@ from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
 
 from helpers import (
-    ResultTable,
     absolute_position_predictions,
     absolute_position_probe,
     band_statistics,
@@ -240,16 +239,6 @@ def test_rotation_period_of_a_sine_cosine_pair(period):
     assert rotation_period(torch.tensor(np.stack([np.sin(angle), np.cos(angle)], axis=1))) == pytest.approx(period)
 
 
-def test_result_table_renders_markdown_and_text():
-    table = ResultTable(["probe", "value"], [["mae", "1.5"], ["cv", 0.25]])
-    assert table._repr_markdown_().splitlines() == ["| probe | value |", "|---|---|", "| mae | 1.5 |",
-                                                    "| cv | 0.25 |"]
-    assert repr(table).splitlines()[2].split() == ["mae", "1.5"]
-    assert "<th>probe</th><th>value</th>" in table._repr_html_()
-    assert "<tr><td>cv</td><td>0.25</td></tr>" in ResultTable(["a", "b"], [["cv", 0.25]])._repr_html_()
-    assert "&lt;b&gt;" in ResultTable(["x"], [["<b>"]])._repr_html_()  # cells are escaped
-
-
 # --- bad input -------------------------------------------------------------------------------------------------------
 
 
@@ -288,8 +277,6 @@ def test_bad_offsets_and_folds_get_clear_errors():
         rotation_period(np.zeros((10, 3)))
     with pytest.raises(ValueError, match="does not turn"):
         rotation_period(np.tile([[1.0, 0.0]], (10, 1)))
-    with pytest.raises(ValueError, match="one per header"):
-        ResultTable(["a", "b"], [["only one"]])
 
 
 # --- the limits the chapter shows: raw errors of transformers, clear errors of the helper -------------------------
