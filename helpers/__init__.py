@@ -29,7 +29,9 @@ __all__ = sorted(OWNER)
 
 
 def __getattr__(name: str):
-    """`from helpers import x` and `helpers.x` import x's submodule on first use (PEP 562)."""
+    """`from helpers import x` and `helpers.x` import x's submodule on first use (PEP 562); so does `helpers.plots`."""
+    if name in MODULES:
+        return import_module(f"{__name__}.{name}")
     if name not in OWNER:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f"{__name__}.{OWNER[name]}"), name)

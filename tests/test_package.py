@@ -31,6 +31,10 @@ def test_every_public_name_is_the_submodules_object():
     assert sum(len(import_module(f"helpers.{m}").__all__) for m in helpers.MODULES) == len(helpers.__all__)  # no twins
 
 
+def test_submodules_are_attributes_too():
+    assert helpers.plots is import_module("helpers.plots")
+
+
 def test_unknown_name_is_an_attribute_error():
     try:
         helpers.no_such_helper  # noqa: B018
