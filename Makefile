@@ -29,17 +29,26 @@ $(STAMP): requirements.txt pyproject.toml
 BOOK_INPUTS := $(shell find . \( -name .git -o -name .venv -o -name _build -o -name __pycache__ \
 	-o -name '.*_cache' -o -name .ipynb_checkpoints \) -prune -o -type f -print)
 BOOK_BUILT := _build/html/.built
+# Names the checkpoint the book was built with; changes (and empties the cache) only when BERT_BOOK_CHECKPOINT does.
+CHECKPOINT_USED := _build/.checkpoint
 
 book: $(BOOK_BUILT)
 	@echo "The book is in _build/html/index.html (make serve to read it in a browser)."
 
 # Run changed notebooks into Jupyter Book's cache one per core, then build from that cache with -W.
 # The stamp takes the build's start time, so a file saved during the build counts as changed.
-$(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS)
+$(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(CHECKPOINT_USED)
 	@mkdir -p _build && touch _build/.book-started
 	python tools/execute_book.py
 	jupyter-book build . --warningiserror --keep-going
 	mv _build/.book-started $@
+
+# Always asked, rewritten only for another checkpoint: make then sees a newer file and rebuilds the book.
+$(CHECKPOINT_USED): FORCE
+	@python tools/checkpoint_used.py
+
+.PHONY: FORCE
+FORCE:
 
 # Lint, re-run every notebook (nbval), build the book, then the unit, build and browser tests.
 test: $(STAMP)

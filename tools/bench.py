@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -18,10 +17,10 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.book_site import is_notebook, toc_pages  # noqa: E402
+from tools.checkpoint_used import empty_build  # noqa: E402
 
 BUILD = ROOT / "_build"
 LOGS = BUILD / "bench"
-CACHES = (".jupyter_cache", "html", "jupyter_execute", ".doctrees")
 MAKE = ["make", "--no-print-directory"]
 TARGETS = {"clean_build": 1.3, "rebuild": 0.10, "nbval": 1.3, "make_test": 300, "peak_mb": 1500}  # issue 11
 
@@ -125,12 +124,6 @@ def measure(name: str, command: list[str]) -> dict:
             "peak_pss_mb": round(peak / 2**20), "largest_process_rss_mb": largest}
 
 
-def empty_cache() -> None:
-    """Remove Jupyter Book's execution cache and build outputs."""
-    for name in CACHES:
-        shutil.rmtree(BUILD / name, ignore_errors=True)
-
-
 def table(steps: dict) -> str:
     """The results as Markdown: per step wall time, ratio, target, peak memory; per notebook where time goes."""
     seconds = {key: step["seconds"] for key, step in steps.items()}
@@ -175,11 +168,11 @@ def main() -> int:
     if steps["floor"]["returncode"]:
         sys.exit(f"bench: a notebook failed to run; see {LOGS / 'floor.log'}")
     steps["floor"]["notebooks"] = json.loads((LOGS / "floor.json").read_text())
-    empty_cache()
+    empty_build(BUILD)
     steps["clean_build"] = measure("clean_build", [*MAKE, "book"])
     steps["rebuild"] = measure("rebuild", [*MAKE, "book"])
     steps["nbval"] = measure("nbval", [*MAKE, "nbval"])
-    empty_cache()
+    empty_build(BUILD)
     steps["make_test"] = measure("make_test", [*MAKE, "test"])
     report = table(steps)
     print(report)

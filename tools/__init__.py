@@ -1,0 +1,1 @@
+"""Build and measurement scripts run by the Makefile (make book, make bench)."""
