@@ -19,7 +19,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update"]
 # Hosts a page may try to reach and fail offline, and why; nothing else may fail or log an error.
 KNOWN_OFFLINE_HOSTS = {
-    "cdn.jsdelivr.net": "MathJax, loaded by pages with math; it renders online",
     "unpkg.com": "thebe, loaded only when a reader starts live code",
 }
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -101,6 +100,20 @@ def test_every_internal_link_resolves(page, book_url, stem):
         assert response.ok, f"{href} -> HTTP {response.status}"
         if fragment and target.endswith(".html"):
             assert re.search(rf'id="{re.escape(fragment)}"', response.text()), f"{href}: no anchor"
+
+
+def test_math_renders_offline_on_every_page_with_math(page, book_url):
+    with_math = {}
+    for stem in PAGES:
+        page.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+        written = page.locator("main .math").count()  # what Sphinx wrote: \( .. \) and \[ .. \] spans and divs
+        if written:
+            page.evaluate("() => MathJax.startup.promise")  # MathJax from _static (sphinx-mathjax-offline)
+            with_math[stem] = (written, page.locator("main .math mjx-container").count(),
+                               page.locator("main mjx-merror").count())
+    assert "book/sum_and_layernorm" in with_math and "book/sinusoidal_encodings" in with_math, sorted(with_math)
+    assert {stem: counts for stem, counts in with_math.items() if counts[1] != counts[0] or counts[2]} == {}
+    assert page.problems == []
 
 
 def test_search_finds_layernorm_in_the_sum_and_layernorm_chapter(page, book_url):
