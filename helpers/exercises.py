@@ -152,10 +152,7 @@ class Exercise:
 
     def answer_source(self, solution: str | None = None, markers: bool = False) -> str:
         """The answer cell: the starter code, then the solution (between nbgrader's markers when asked)."""
-        body = textwrap.indent((self.solution if solution is None else solution).rstrip("\n"), self.indent)
-        if markers:
-            body = f"{self.indent}### BEGIN SOLUTION\n{body}\n{self.indent}### END SOLUTION"
-        return "\n".join(part for part in (self.starter.rstrip("\n"), body) if part)
+        return answer_code(self.starter, self.solution if solution is None else solution, markers)
 
     @property
     def indent(self) -> str:
@@ -192,6 +189,23 @@ class Chapter:
 
     def label(self, exercise: Exercise) -> str:
         return f"{self.prefix}-{exercise.id}"
+
+
+def answer_code(starter: str, code: str, markers: bool = False) -> str:
+    """The starter, then code indented to continue it; code after two blank lines stays at the top level.
+
+    A solution whose starter opens a function is that function's body; after two blank lines (as PEP 8 separates
+    top-level code) may follow code that uses the function, a figure or a check, which is not indented. With
+    markers, nbgrader's solution region covers both.
+    """
+    indent = _indent_after(starter)
+    inside, _, after = code.strip("\n").partition("\n\n\n")
+    body = textwrap.indent(inside, indent)
+    if after.strip():
+        body += "\n\n\n" + after.strip("\n")
+    if markers:
+        body = f"{indent}### BEGIN SOLUTION\n{body}\n{'' if after.strip() else indent}### END SOLUTION"
+    return "\n".join(part for part in (starter.rstrip("\n"), body) if part)
 
 
 def _indent_after(starter: str) -> str:
@@ -265,7 +279,7 @@ def _exercise(data: dict, where: str) -> Exercise:
         raise ExerciseError(f"{where}: an exercise needs at least one test or a hand-graded 'manual' part")
     starter = _text(data, "starter", where, required=False)
     solution = _text(data, "solution", where)
-    _compiles(starter + textwrap.indent(solution, _indent_after(starter)), f"{where} solution")
+    _compiles(answer_code(starter, solution), f"{where} solution")
     partial = None
     if data.get("partial") is not None:
         spec = data["partial"]
@@ -274,7 +288,7 @@ def _exercise(data: dict, where: str) -> Exercise:
             raise ExerciseError(f"{where}: 'partial' needs 'solution' code and 'passes', a list of test numbers "
                                 f"from 1 to {len(tests)}")
         partial = Partial(_text(spec, "solution", f"{where} partial"), tuple(sorted(passes)))
-        _compiles(starter + textwrap.indent(partial.solution, _indent_after(starter)), f"{where} partial")
+        _compiles(answer_code(starter, partial.solution), f"{where} partial")
     return Exercise(
         id=exercise_id, title=_text(data, "title", where).strip(), objective=_text(data, "objective", where).strip(),
         kind=kind, difficulty=_int(data, "difficulty", where, 1, 3), minutes=_int(data, "minutes", where, 1, 120),

@@ -145,7 +145,7 @@ def graded(course, tmp_path_factory):
         report, beside = main_run.result()
         other_scores, raw = other_run.result()
     other_scores[beside_main] = beside
-    return SimpleNamespace(report=report, others=other_scores, raw=raw, main_course=main_course)
+    return SimpleNamespace(report=report, others=other_scores, raw=raw, main_course=main_course, others_course=others)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -229,6 +229,18 @@ def test_solution_version_gets_full_marks(graded, name):
     score = graded.others[name]["solution"]
     assert score["graded"]
     assert score["auto_score"] == score["max_auto_score"] == CHAPTERS[name].auto_points, score["cells"]
+
+
+@pytest.mark.parametrize("name", list(CHAPTERS))
+def test_the_solution_runs_without_an_error_in_any_cell(graded, name):
+    autograded = [course / "autograded" / "solution" / name / f"{name}.ipynb"
+                  for course in (graded.main_course, graded.others_course)]
+    (path,) = [path for path in autograded if path.exists()]
+    cells = nbformat.read(path, as_version=4).cells
+    failed = [cell.metadata.get("nbgrader", {}).get("grade_id") for cell in cells
+              if cell.cell_type == "code" and any(output.output_type == "error" for output in cell.outputs)]
+    assert failed == [], f"{name}: cells that raised"
+    assert all(cell.execution_count for cell in cells if cell.cell_type == "code")  # every cell ran
 
 
 def test_unchanged_student_version_gets_zero_without_crashing(graded):
@@ -370,6 +382,18 @@ def test_the_solution_continues_the_starter_with_its_indentation(tmp_path):
     exercise = load_chapter(write_exercises(tmp_path, text)).exercises[0]
     assert exercise.answer_source() == 'def f():\n    """Doc."""\n    return x'
     assert "    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION" in exercise.answer_source(markers=True)
+
+
+def test_code_after_two_blank_lines_runs_at_the_top_level(tmp_path):
+    text = GOOD.replace("    solution: |\n      y = x\n", "    starter: |\n      def f():\n          \"\"\"Doc.\"\"\"\n"
+                        "    solution: |\n      return x\n\n\n      y = f()\n")
+    exercise = load_chapter(write_exercises(tmp_path, text)).exercises[0]
+    namespace = {"x": 3}
+    exec(exercise.answer_source(), namespace)  # y = f() must run, not sit in f's body after its return
+    assert namespace["y"] == 3
+    marked = {"x": 4}
+    exec(exercise.answer_source(markers=True), marked)
+    assert marked["y"] == 4 and exercise.answer_source(markers=True).endswith("y = f()\n### END SOLUTION")
 
 
 # --------------------------------------------------------------------------------------------------------------
