@@ -40,7 +40,7 @@ ROOT = Path(__file__).parents[1]
 CHAPTERS = {chapter.name: chapter for chapter in load_chapters(ROOT / "exercises")}
 MAIN = "token_embeddings"  # the chapter on which every scenario runs
 TOPIC_CHAPTERS = ["token_embeddings", "segment_embeddings", "learned_positions", "sum_and_layernorm",
-                  "sinusoidal_encodings"]
+                  "sinusoidal_encodings", "one_layer_many_families"]
 
 
 # --------------------------------------------------------------------------------------------------------------
