@@ -39,8 +39,8 @@ from helpers.exercises import (
 ROOT = Path(__file__).parents[1]
 CHAPTERS = {chapter.name: chapter for chapter in load_chapters(ROOT / "exercises")}
 MAIN = "token_embeddings"  # the chapter on which every scenario runs
-TOPIC_CHAPTERS = ["token_embeddings", "segment_embeddings", "learned_positions", "sum_and_layernorm",
-                  "sinusoidal_encodings", "one_layer_many_families"]
+TOPIC_CHAPTERS = ["embedding_layer_at_a_glance", "token_embeddings", "segment_embeddings", "learned_positions",
+                  "sum_and_layernorm", "sinusoidal_encodings", "one_layer_many_families"]
 
 
 # --------------------------------------------------------------------------------------------------------------
