@@ -14,14 +14,12 @@ MODULES = ("anatomy", "checkpoint", "families", "gpu", "notebook", "plots", "pos
 
 
 def declared_names(module_name: str) -> list[str]:
-    """The names a submodule lists in `__all__` (plain or `+=`), read from its source without importing it."""
+    """The names a submodule lists in its one `__all__ = [...]`, read from its source without importing it."""
     tree = ast.parse((Path(__file__).parent / f"{module_name}.py").read_text())
-    names = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if isinstance(node, (ast.Assign, ast.AugAssign)) and any(getattr(t, "id", "") == "__all__" for t in targets):
-            names += ast.literal_eval(node.value)
-    return names
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "__all__" for target in node.targets):
+            return ast.literal_eval(node.value)
+    raise ImportError(f"helpers/{module_name}.py has no `__all__ = [...]` list")
 
 
 OWNER = {name: module_name for module_name in MODULES for name in declared_names(module_name)}

@@ -8,8 +8,30 @@ import numpy as np
 import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-__all__ = ["PART_COLOURS", "apply_house_style", "vector_strips", "heatmap", "similarity_heatmap",
-           "embedding_pipeline_diagram"]
+__all__ = [
+    "PART_COLOURS",
+    "apply_house_style",
+    "vector_strips",
+    "heatmap",
+    "similarity_heatmap",
+    "embedding_pipeline_diagram",
+    "token_scatter",
+    "norm_histogram",
+    "grouped_token_bars",
+    "labelled_curves",
+    "similarity_side_by_side",
+    "bucket_heatmaps",
+    "position_band_profile",
+    "offset_profiles",
+    "pca_trajectory",
+    "probe_scatter",
+    "layer_norm_steps",
+    "dropout_scatter",
+    "part_share_bars",
+    "family_input_diagrams",
+    "family_parameter_bars",
+    "score_heatmaps",
+]
 
 # Colours for the three parts of the sum, used the same way in every chapter.
 PART_COLOURS = {"token": "#1f77b4", "segment": "#ff7f0e", "position": "#2ca02c", "other": "#7f7f7f"}
@@ -190,7 +212,6 @@ def norm_histogram(norms, marked: dict[str, float] | None = None, title: str = "
     return fig
 
 
-__all__ += ["token_scatter", "norm_histogram"]
 
 
 def grouped_token_bars(tokens: list[str], values: dict[str, object], title: str = "", ylabel: str = "",
@@ -219,7 +240,6 @@ def grouped_token_bars(tokens: list[str], values: dict[str, object], title: str 
     return fig
 
 
-__all__ += ["grouped_token_bars"]
 
 
 def labelled_curves(series: dict[str, tuple], title: str = "", xlabel: str = "", ylabel: str = "",
@@ -272,7 +292,6 @@ def bucket_heatmaps(matrices: dict[str, object], num_buckets: int, max_distance:
     return fig
 
 
-__all__ += ["labelled_curves", "similarity_side_by_side", "bucket_heatmaps"]
 
 
 def _shade_bands(ax, edges, positions: int) -> None:
@@ -368,7 +387,6 @@ def probe_scatter(predictions: dict[str, object], title: str = "", margin: float
     return fig
 
 
-__all__ += ["position_band_profile", "offset_profiles", "pca_trajectory", "probe_scatter"]
 
 
 def layer_norm_steps(steps: dict[str, object], title: str = ""):
@@ -419,7 +437,6 @@ def part_share_bars(shares: dict[str, object], tokens: list[str], title: str = "
     return fig
 
 
-__all__ += ["layer_norm_steps", "dropout_scatter", "part_share_bars"]
 
 
 def family_input_diagrams(families: dict[str, dict], columns: int = 3, title: str = ""):
@@ -521,7 +538,6 @@ def family_parameter_bars(parts: dict[str, dict[str, int]], total_parameters: di
     return fig
 
 
-__all__ += ["family_input_diagrams", "family_parameter_bars"]
 
 
 def score_heatmaps(rows: dict[str, dict[str, object]], xlabel: str = "key position",
@@ -552,4 +568,3 @@ def score_heatmaps(rows: dict[str, dict[str, object]], xlabel: str = "key positi
     return fig
 
 
-__all__ += ["score_heatmaps"]

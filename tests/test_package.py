@@ -44,15 +44,18 @@ def test_unknown_name_is_an_attribute_error():
         raise AssertionError("helpers.no_such_helper did not raise AttributeError")
 
 
+def modules_loaded_by(statements: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules starting with one of prefixes that a fresh interpreter holds after running statements."""
+    report = f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))"
+    code = f"import json, sys\n{statements}\n{report}"
+    return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
 def test_a_name_loads_only_its_module():
-    code = ("import sys\nfrom helpers import ResultTable, load_bert\n"
-            "print(__import__('json').dumps(sorted(m for m in sys.modules if m.startswith(('helpers.', 'sklearn')))))")
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(loaded) == ["helpers.checkpoint", "helpers.tables"]
+    loaded = modules_loaded_by("from helpers import ResultTable, load_bert", ("helpers.", "sklearn"))
+    assert loaded == ["helpers.checkpoint", "helpers.tables"]
 
 
 def test_plugins_start_without_heavy_libraries():
-    code = (f"import sys\nfor name in {PLUGINS!r}: __import__('helpers.' + name)\n"
-            f"print(__import__('json').dumps([m for m in {HEAVY!r} if m in sys.modules]))")
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(loaded) == []
+    imports = "\n".join(f"import helpers.{name}" for name in PLUGINS)
+    assert modules_loaded_by(imports, HEAVY) == []
