@@ -39,13 +39,13 @@ book: $(BOOK_BUILT)
 # The stamp takes the build's start time, so a file saved during the build counts as changed.
 $(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(CHECKPOINT_USED)
 	@mkdir -p _build && touch _build/.book-started
-	python tools/execute_book.py
+	python -m tools.book.execute
 	jupyter-book build . --warningiserror --keep-going
 	mv _build/.book-started $@
 
 # Always asked, rewritten only for another checkpoint: make then sees a newer file and rebuilds the book.
 $(CHECKPOINT_USED): FORCE
-	@python tools/checkpoint_used.py
+	@python -m tools.book.checkpoint_used
 
 .PHONY: FORCE
 FORCE:
@@ -79,10 +79,10 @@ clean:
 .PHONY: assignments
 # nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/; see book/teachers.md.
 assignments: $(STAMP)
-	python -m helpers.exercises assignments
+	python -m tools.classroom assignments
 
 .PHONY: bench
 # Time the floor (every notebook once), a clean and a no-change `make book`, nbval and `make test`:
 # a table on stdout, the numbers in _build/bench.json. Take it on a quiet machine.
 bench: $(STAMP)
-	python tools/bench.py
+	python -m tools.bench

@@ -1,42 +1,26 @@
-"""Helpers for the book on BERT's input embeddings; notebooks import from here, not from submodules.
+"""What the chapters of "BERT's First Vectors" import: one module per concept, named after the chapter that teaches it.
 
-A name loads only the submodule that defines it (its `__all__`, read here without importing anything), so
-`from helpers import load_bert` costs no scikit-learn, and the pytest and Sphinx plugins that live in this
-package (pytest_gpu, pytest_nbval, sphinx_gpu, sphinx_fixes) start without torch.
+    checkpoint          load_bert(): the checkpoint the book runs on, hash-checked (every chapter)
+    anatomy             the layer taken apart: checked inputs, three lookups, their sum (the layer at a glance)
+    tokens              WordPiece, token tables, nearest tokens (token embeddings)
+    segments            segment rows and swaps (segment embeddings)
+    positions           learned-position analyses and probes (learned positions)
+    layernorm           LayerNorm by hand, dropout, precision (the sum and LayerNorm)
+    sinusoids           sinusoidal tables, rotations, rotary scores (sinusoidal encodings)
+    relative_positions  T5's relative-position buckets (sinusoidal encodings)
+    families            the relatives, read from transformers' own classes (one layer, many families)
+    plots, tables       the house style and the figure and table primitives the chapters share
+    notebook            setup(): seeds, print options, plot style
 """
 
-import ast
-from importlib import import_module
-from pathlib import Path
-
-MODULES = ("anatomy", "checkpoint", "families", "gpu", "notebook", "plots", "positions", "relative_positions",
-           "segments", "sinusoids", "tables", "tokens")
-
-
-def declared_names(module_name: str) -> list[str]:
-    """The names a submodule lists in its one `__all__ = [...]`, read from its source without importing it."""
-    tree = ast.parse((Path(__file__).parent / f"{module_name}.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "__all__" for target in node.targets):
-            return ast.literal_eval(node.value)
-    raise ImportError(f"helpers/{module_name}.py has no `__all__ = [...]` list")
-
-
-OWNER = {name: module_name for module_name in MODULES for name in declared_names(module_name)}
-__all__ = sorted(OWNER)
-
-
-def __getattr__(name: str):
-    """`from helpers import x` and `helpers.x` import x's submodule on first use (PEP 562); so does `helpers.plots`."""
-    if name in MODULES:
-        return import_module(f"{__name__}.{name}")
-    if name not in OWNER:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{OWNER[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """Tab completion lists the public names before they are loaded."""
-    return sorted({*globals(), *__all__})
+from helpers.anatomy import *  # noqa: F403
+from helpers.checkpoint import *  # noqa: F403
+from helpers.families import *  # noqa: F403
+from helpers.notebook import *  # noqa: F403
+from helpers.plots import *  # noqa: F403
+from helpers.positions import *  # noqa: F403
+from helpers.relative_positions import *  # noqa: F403
+from helpers.segments import *  # noqa: F403
+from helpers.sinusoids import *  # noqa: F403
+from helpers.tables import *  # noqa: F403
+from helpers.tokens import *  # noqa: F403

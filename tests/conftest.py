@@ -15,7 +15,6 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 import pytest
 
 import helpers
-from tests.book_site import book_url  # noqa: F401  (a fixture: the built book served on localhost)
 
 if TYPE_CHECKING:
     from transformers import BertModel

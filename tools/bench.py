@@ -14,20 +14,15 @@ from pathlib import Path
 
 import psutil
 
+from tools.book.checkpoint_used import empty_build
+from tools.book.toc import toc_notebooks
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tests.book_site import is_notebook, toc_pages  # noqa: E402
-from tools.checkpoint_used import empty_build  # noqa: E402
 
 BUILD = ROOT / "_build"
 LOGS = BUILD / "bench"
 MAKE = ["make", "--no-print-directory"]
 TARGETS = {"clean_build": 1.3, "rebuild": 0.10, "nbval": 1.3, "make_test": 300, "peak_mb": 1500}  # issue 11
-
-
-def notebooks() -> list[Path]:
-    """The notebooks _toc.yml lists, in book order."""
-    return [ROOT / f"{page}.ipynb" for page in toc_pages() if is_notebook(page)]
 
 
 def cell_seconds(cell) -> float:
@@ -81,10 +76,10 @@ def run_notebook(path: Path) -> dict:
 
 def floor() -> dict:
     """Every notebook of _toc.yml once, each in a fresh kernel with nbclient (gpu cells skipped without CUDA)."""
-    from helpers.gpu import configure_nbclient
+    from tools.testing.gpu import configure_nbclient
 
     configure_nbclient()
-    return {str(path.relative_to(ROOT)): run_notebook(path) for path in notebooks()}
+    return {str(path.relative_to(ROOT)): run_notebook(path) for path in toc_notebooks()}
 
 
 def tree_memory(root: psutil.Process) -> list[tuple[int, int]]:

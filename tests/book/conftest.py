@@ -1,4 +1,4 @@
-"""The built HTML book as tests see it: where it is, its pages, and a local server for it."""
+"""The built HTML book as tests see it: where it is, and a local server for it (the `book_url` fixture)."""
 
 from __future__ import annotations
 
@@ -9,26 +9,11 @@ import threading
 from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).parents[1]
+from tools.book.toc import ROOT
+
 HTML = ROOT / "_build" / "html"
 IN_CI = os.environ.get("CI", "").lower() == "true"
-
-
-def toc_pages() -> list[str]:
-    """Every page of _toc.yml (root, chapters, their sections) as its path without suffix, root first."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    chapters = toc.get("chapters", []) + [c for part in toc.get("parts", []) for c in part["chapters"]]
-    pages = [toc["root"]]
-    for entry in chapters:
-        pages += [entry["file"]] + [section["file"] for section in entry.get("sections", [])]
-    return pages
-
-
-def is_notebook(page: str) -> bool:
-    """True for a page built from a notebook."""
-    return (ROOT / f"{page}.ipynb").exists()
 
 
 def require_built_book() -> Path:

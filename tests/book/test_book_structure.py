@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.book_site import toc_pages
+from tools.book.toc import toc_pages
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 
 

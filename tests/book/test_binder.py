@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 REPO2DOCKER = Path(sys.executable).with_name("repo2docker")
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.book_site import require_built_book, toc_pages
+from tests.book.conftest import require_built_book
+from tools.book.toc import toc_pages
 
 LIMIT = 2 * 1024 * 1024
 

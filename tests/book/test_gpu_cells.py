@@ -10,10 +10,10 @@ import torch
 import yaml
 from nbclient import NotebookClient
 
-from helpers import gpu
+from tools.testing import gpu
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_cell.ipynb"
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 pytest_plugins = ["pytester"]
 
 
@@ -37,7 +37,7 @@ def cuda(request, monkeypatch):
 def test_nbval_skips_gpu_cells_only_without_cuda(pytester, cuda):
     notebook = pytester.path / FIXTURE.name
     notebook.write_text(FIXTURE.read_text())
-    result = pytester.runpytest_inprocess("-p", "helpers.pytest_gpu", "--nbval", "-p", "no:cacheprovider",
+    result = pytester.runpytest_inprocess("-p", "tools.testing.pytest_gpu", "--nbval", "-p", "no:cacheprovider",
                                           str(notebook))
     if cuda:
         result.assert_outcomes(passed=3)
@@ -59,8 +59,8 @@ def test_book_executor_skips_gpu_cells_only_without_cuda(restore_nbclient, cuda)
 
 def test_the_book_build_loads_the_gpu_extension():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert "helpers.sphinx_gpu" in config["sphinx"]["extra_extensions"]
-    assert "helpers.pytest_gpu" in (ROOT / "conftest.py").read_text()
+    assert "tools.book.sphinx_gpu" in config["sphinx"]["local_extensions"]
+    assert "tools.testing.pytest_gpu" in (ROOT / "conftest.py").read_text()
 
 
 def test_child_probe_agrees_with_torch_here():

@@ -26,6 +26,6 @@ def test_plain_nbval_shows_the_silenced_result(pytester):
 
 def test_the_project_plugin_runs_cells_as_jupyter_does(pytester):
     notebook = write_notebook(pytester.path / "semicolon.ipynb")
-    result = pytester.runpytest_inprocess("-p", "helpers.pytest_nbval", "--nbval", "-p", "no:cacheprovider",
+    result = pytester.runpytest_inprocess("-p", "tools.testing.pytest_nbval", "--nbval", "-p", "no:cacheprovider",
                                           str(notebook))
     result.assert_outcomes(passed=2)

@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "_build"
 BUILD_OUTPUTS = (".jupyter_cache", "jupyter_execute", ".doctrees", "html")  # what a build leaves behind
 RECORD = ".checkpoint"

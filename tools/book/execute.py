@@ -1,18 +1,15 @@
-"""Execute the changed notebooks into Jupyter Book's cache, one per core; `jupyter-book build` then renders them."""
+"""`python -m tools.book.execute`: execute the changed notebooks into Jupyter Book's cache, one per core; `jupyter-book build` then renders them."""
 
 from __future__ import annotations
 
 import logging
-import sys
-from pathlib import Path
 
 import yaml
 from jupyter_cache import get_cache
 from jupyter_cache.executors import load_executor
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tests.book_site import is_notebook, toc_pages  # noqa: E402
+from tools.book.toc import ROOT, toc_notebooks
+
 
 
 def main() -> None:
@@ -22,7 +19,7 @@ def main() -> None:
     """
     settings = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]
     cache = get_cache(ROOT / "_build" / ".jupyter_cache")
-    uris = [str(ROOT / f"{page}.ipynb") for page in toc_pages() if is_notebook(page)]
+    uris = [str(path) for path in toc_notebooks()]
     for uri in uris:
         cache.add_nb_to_project(uri)
     stale = [record.uri for record in cache.list_unexecuted(filter_uris=uris)]
@@ -30,7 +27,7 @@ def main() -> None:
         return
     # The pool's workers fork from here and inherit this; where they spawn (macOS, Windows) a notebook with gpu
     # cells fails here and jupyter-book runs it.
-    from helpers.gpu import configure_nbclient
+    from tools.testing.gpu import configure_nbclient
 
     configure_nbclient()
     print(f"execute_book: running {len(stale)} notebooks into the cache, one per core", flush=True)

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from helpers.exercises import (
+from tools.classroom.exercises import (
     ExerciseError,
     autograde,
     book_cells,
@@ -36,7 +36,7 @@ from helpers.exercises import (
     teachers_table,
 )
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 CHAPTERS = {chapter.name: chapter for chapter in load_chapters(ROOT / "exercises")}
 MAIN = "token_embeddings"  # the chapter on which every scenario runs
 TOPIC_CHAPTERS = ["embedding_layer_at_a_glance", "token_embeddings", "segment_embeddings", "learned_positions",
@@ -457,7 +457,7 @@ def test_teachers_table_lists_every_chapter_with_time_points_and_hand_grading():
 
 @pytest.mark.parametrize("name", list(CHAPTERS))
 def test_chapter_exercise_cells_are_in_sync_with_exercises(name):
-    """Fails until `python -m helpers.exercises sync-book` has written the chapter's exercise cells."""
+    """Fails until `python -m tools.classroom sync-book` has written the chapter's exercise cells."""
     problems = [p for p in check_book(teachers_page=None) if f"/{name}.ipynb" in p]
     assert not problems, "\n".join(problems)
 

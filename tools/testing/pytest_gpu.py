@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.gpu import GPU_TAG, skip_gpu_cells
+from tools.testing.gpu import GPU_TAG, skip_gpu_cells
 
 SKIP_REASON = f"cell tagged '{GPU_TAG}' and torch sees no CUDA device"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.gpu import configure_nbclient
+from tools.testing.gpu import configure_nbclient
 
 
 def setup(app) -> dict:

@@ -1,4 +1,4 @@
-"""tools/checkpoint_used.py: a build is emptied when the checkpoint changes, and left alone (mtime too) when not."""
+"""tools/book/checkpoint_used.py: a build is emptied when the checkpoint changes, and left alone (mtime too) when not."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers import checkpoint
-from tools.checkpoint_used import BUILD_OUTPUTS, DEFAULT, RECORD, checkpoint_asked, record_checkpoint
+from tools.book.checkpoint_used import BUILD_OUTPUTS, DEFAULT, RECORD, checkpoint_asked, record_checkpoint
 
 
 def fake_build(build):
@@ -59,6 +59,6 @@ def test_another_checkpoint_empties_the_cache_and_the_build(tmp_path, capsys):
 
 
 def test_the_book_target_depends_on_the_record():
-    makefile = (Path(__file__).parents[1] / "Makefile").read_text()
+    makefile = (Path(__file__).parents[2] / "Makefile").read_text()
     assert "$(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(CHECKPOINT_USED)" in makefile
     assert "$(CHECKPOINT_USED): FORCE" in makefile and f"CHECKPOINT_USED := _build/{RECORD}" in makefile

@@ -10,7 +10,8 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 import yaml
 
-from tests.book_site import IN_CI, ROOT, is_notebook, toc_pages
+from tests.book.conftest import IN_CI
+from tools.book.toc import ROOT, is_notebook, toc_pages
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
