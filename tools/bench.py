@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from tools.book.checkpoint_used import empty_build
+from tools.book.fingerprint import empty_build
 from tools.book.toc import toc_notebooks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ REPO2DOCKER = Path(sys.executable).with_name("repo2docker")
 def dockerfile(tmp_path_factory) -> str:
     """The Dockerfile repo2docker generates for a copy of the repository's committed files."""
     if not REPO2DOCKER.exists():
-        pytest.fail("repo2docker is missing: it is pinned in requirements.txt (make venv installs it)")
+        pytest.fail("repo2docker is missing: it is pinned in requirements-dev.txt (make test installs it)")
     copy = tmp_path_factory.mktemp("repo")
     for name in ("environment.yml", "requirements.txt", "pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, copy / name)

@@ -1,4 +1,5 @@
-"""environment.yml (for conda and Binder) mirrors requirements.txt exactly; torch stays pinned and first."""
+"""environment.yml (for conda and Binder) mirrors requirements.txt exactly; torch stays pinned and first; the test
+tools live in requirements-dev.txt, on top of the reader's set."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import yaml
 ROOT = Path(__file__).parents[2]
 
 
-def requirement_lines() -> list[str]:
-    lines = (ROOT / "requirements.txt").read_text().splitlines()
+def requirement_lines(name: str = "requirements.txt") -> list[str]:
+    lines = (ROOT / name).read_text().splitlines()
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
@@ -36,3 +37,17 @@ def test_every_requirement_is_pinned_exactly_and_torch_comes_first():
     lines = requirement_lines()
     assert lines[0] == "torch==2.13.0"
     assert all("==" in line and not any(op in line for op in (">", "<", "~", "!")) for line in lines), lines
+
+
+def test_the_test_tools_extend_the_readers_set_without_repinning_it():
+    dev = requirement_lines("requirements-dev.txt")
+    assert dev[0] == "-r requirements.txt"
+    reader = {line.split("==")[0].lower() for line in requirement_lines()}
+    added = [line.split("==")[0].lower() for line in dev[1:]]
+    assert added and not reader & set(added), reader & set(added)  # torch and the rest pinned in one place only
+    assert all(line.count("==") == 1 and not any(op in line for op in "<>~!") for line in dev[1:]), dev
+
+
+def test_the_readers_set_holds_no_test_tool():
+    reader = {line.split("==")[0].lower() for line in requirement_lines()}
+    assert not reader & {"pytest", "pytest-xdist", "nbval", "ruff", "playwright", "jupyter-repo2docker", "nbgrader"}
