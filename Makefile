@@ -55,6 +55,7 @@ book: $(BOOK_BUILT)
 # The stamp takes the build's start time, so a file saved during the build counts as changed.
 $(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(FINGERPRINT)
 	@mkdir -p _build && touch _build/.book-started
+	python -m tools.book.findings_page
 	python -m tools.book.execute
 	jupyter-book build . --warningiserror --keep-going
 	mv _build/.book-started $@
