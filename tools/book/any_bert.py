@@ -77,8 +77,37 @@ def problems_with(folder: Path, returncode: int, expected_findings: int) -> list
     return problems
 
 
+def run_notebook(path: Path, kind: str) -> list[str]:
+    """Execute one chapter on a fresh checkpoint of this kind (cells tagged `gpu` skipped without CUDA); its errors."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    from tools.testing.gpu import configure_nbclient
+
+    checkpoint = make_checkpoint(kind, OUT / kind / "checkpoint")
+    os.environ["BERT_BOOK_CHECKPOINT"] = str(checkpoint)  # the kernel inherits it
+    configure_nbclient()
+    notebook = nbformat.read(path, as_version=4)
+    try:
+        NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": path.parent}}
+                       ).execute()
+    except CellExecutionError as error:  # its text holds the failing cell's source, then the traceback
+        return [re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()[:2000]]
+    return []
+
+
 def main() -> int:
-    """Build the book on both checkpoints; print each build's time and verdicts; exit 1 on any problem."""
+    """Build the book on both checkpoints; print each build's time and verdicts; exit 1 on any problem.
+
+    `python -m tools.book.any_bert book/<chapter>.ipynb [width-96|fresh-packaged-shapes]` runs one chapter instead.
+    """
+    if len(sys.argv) > 1:
+        kinds = sys.argv[2:] or ["width-96", "fresh-packaged-shapes"]
+        errors = {kind: run_notebook(Path(sys.argv[1]).resolve(), kind) for kind in kinds}
+        for kind, problems in errors.items():
+            print(f"any_bert: {sys.argv[1]} on {kind}: {problems[0] if problems else 'ran without an error'}\n")
+        return 1 if any(errors.values()) else 0
     expected = sum(len(stored_findings(path)) for path in toc_notebooks() if path.stem != "findings")
     start = time.monotonic()
     builds = {kind: start_build(kind) for kind in ("width-96", "fresh-packaged-shapes")}
