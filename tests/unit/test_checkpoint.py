@@ -42,7 +42,7 @@ def test_default_loads_the_packaged_bert_offline_and_equals_transformers(package
     reference = BertModel.from_pretrained(directory, local_files_only=True, use_safetensors=True)
     assert isinstance(model, BertModel) and not model.training
     for (name, ours), (_, theirs) in zip(model.state_dict().items(), reference.state_dict().items(), strict=True):
-        assert torch.equal(ours, theirs), name
+        assert torch.equal(ours, theirs), name  # exact: both read the same stored float32 values
     assert tokenizer("I am Sinan")["input_ids"] == [101, 1045, 2572, 8254, 2319, 102]
 
 
@@ -70,7 +70,7 @@ def test_the_variable_selects_a_local_directory(tiny_dir, monkeypatch, fresh_cac
     model, tokenizer = load_bert()
     assert not model.training
     for (name, ours), (_, theirs) in zip(model.state_dict().items(), saved.state_dict().items(), strict=True):
-        assert torch.equal(ours, theirs), name
+        assert torch.equal(ours, theirs), name  # exact: saved and loaded values, no arithmetic
     assert tokenizer.convert_tokens_to_ids(["[CLS]", "w0"]) == [2, 5]
     info = describe_checkpoint()
     assert (info.source, info.hidden_size, info.max_positions) == ("local directory", 32, 64)

@@ -22,6 +22,7 @@ from helpers import (
     precision_tolerance,
 )
 from helpers.anatomy import EmbeddingParts
+from tests.unit.conftest import EPS32, rounding_tolerance
 from tests.unit.test_anatomy import random_inputs
 
 # ------------------------------------------------------------------ layer_norm_by_hand
@@ -34,16 +35,23 @@ def test_layer_norm_by_hand_matches_torch(any_bert):
     summed = embedding_parts(embeddings, ids, types).summed
     norm = embeddings.LayerNorm
     ours = layer_norm_by_hand(summed, norm.weight, norm.bias, norm.eps)
-    torch.testing.assert_close(ours, norm(summed))
-    torch.testing.assert_close(ours, F.layer_norm(summed, norm.normalized_shape, norm.weight, norm.bias, norm.eps))
+    reference = norm(summed)
+    # float32: the mean and variance sum `hidden` terms, and outputs reach max |y| -> rounding_tolerance(float32,
+    # hidden, max |y|)
+    atol = rounding_tolerance(torch.float32, terms=summed.shape[-1], scale=float(reference.abs().max()))
+    torch.testing.assert_close(ours, reference, rtol=0, atol=atol)
+    torch.testing.assert_close(ours, F.layer_norm(summed, norm.normalized_shape, norm.weight, norm.bias, norm.eps),
+                               rtol=0, atol=atol)
 
 
 def test_layer_norm_by_hand_without_affine_is_numpy_standardisation():
     x = torch.randn(3, 5, 17, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     values = x.numpy()
     expected = (values - values.mean(-1, keepdims=True)) / np.sqrt(values.var(-1, keepdims=True) + 1e-5)  # ddof=0
-    np.testing.assert_allclose(layer_norm_by_hand(x, eps=1e-5).numpy(), expected, rtol=1e-12)
-    torch.testing.assert_close(layer_norm_by_hand(x, eps=0.25), F.layer_norm(x, (17,), eps=0.25))
+    # float64, 17-term sums of standardised values < 4 -> rounding_tolerance(float64, 17, 4) = 3.6e-14
+    atol = rounding_tolerance(torch.float64, terms=17, scale=4)
+    np.testing.assert_allclose(layer_norm_by_hand(x, eps=1e-5).numpy(), expected, rtol=1e-12, atol=atol)
+    torch.testing.assert_close(layer_norm_by_hand(x, eps=0.25), F.layer_norm(x, (17,), eps=0.25), rtol=0, atol=atol)
 
 
 def test_layer_norm_by_hand_in_float16_loses_eps():
@@ -51,6 +59,7 @@ def test_layer_norm_by_hand_in_float16_loses_eps():
     assert torch.finfo(torch.float16).smallest_normal == 2.0**-14
     constant = torch.full((1, 8), 3.0, dtype=torch.float16)  # variance exactly 0
     assert torch.isnan(layer_norm_by_hand(constant, eps=1e-12)).all()  # 0 / sqrt(0 + 0)
+    # exact by construction: the mean of equal values is that value, so x - mean is exactly 0
     assert torch.equal(layer_norm_by_hand(constant, eps=1e-3), torch.zeros_like(constant))
     assert torch.equal(F.layer_norm(constant, (8,), eps=1e-12), torch.zeros_like(constant))  # torch keeps eps
 
@@ -79,10 +88,11 @@ def test_dropout_statistics_closed_form():
     after = torch.tensor([0.0, -4.0, 0.0, 8.0, 0.0, 10.0])  # p = 0.5: survivors doubled; the zero stays zero
     stats = dropout_statistics(before, after, 0.5)
     assert (stats.elements, stats.dropped) == (5, 2)
-    assert stats.zero_fraction == pytest.approx(0.4)
-    assert stats.expected_scale == 2.0
-    assert stats.max_scale_error == 0.0
-    assert stats.standard_error == pytest.approx(math.sqrt(0.25 / 5))
+    # float64 closed forms of exact counts: equal up to a rounding or two -> rel 1e-12
+    assert stats.zero_fraction == pytest.approx(0.4, rel=1e-12)
+    assert stats.expected_scale == 2.0  # exact: 1 / (1 - 0.5)
+    assert stats.max_scale_error == 0.0  # exact: every survivor is exactly doubled, a power of two
+    assert stats.standard_error == pytest.approx(math.sqrt(0.25 / 5), rel=1e-12)
 
 
 @torch.no_grad()
@@ -94,8 +104,9 @@ def test_dropout_statistics_on_train_mode_embeddings(any_bert):
     p = any_bert.config.hidden_dropout_prob
     stats = dropout_statistics(parts.normalized, parts.output, p)
     assert stats.dropped == int(((parts.output == 0) & (parts.normalized != 0)).sum())
-    assert stats.expected_scale == pytest.approx(1 / (1 - p))
+    assert stats.expected_scale == pytest.approx(1 / (1 - p), rel=1e-12)  # the same float64 formula
     assert abs(stats.zero_fraction - p) < 5 * stats.standard_error
+    # float32: x * (1 / (1 - p)) then divided by x: three roundings, 1.5 eps32 = 1.8e-7 -> 1e-6
     assert stats.max_scale_error < 1e-6
     assert not any_bert.training
 
@@ -124,12 +135,18 @@ def test_part_shares_add_up_and_match_cosine_route(any_bert):
     parts = embedding_parts(any_bert.embeddings, ids, types)
     shares = part_shares(parts)
     assert list(shares) == ["token", "segment", "position"]  # the order of the sum
-    torch.testing.assert_close(sum(shares.values()), torch.ones(ids.shape), rtol=0, atol=1e-5)
     summed_norm = parts.summed.norm(dim=-1)
+    # float32: each share is a dot product of `hidden` terms over |sum|^2, off by eps32 x sqrt(hidden) x |part| / |sum|
+    hidden = parts.summed.shape[-1]
+    largest = max(float((getattr(parts, name).norm(dim=-1) / summed_norm).max()) for name in shares)
+    torch.testing.assert_close(sum(shares.values()), torch.ones(ids.shape), rtol=0,
+                               atol=rounding_tolerance(torch.float32, terms=hidden, scale=largest))
     for name, share in shares.items():
         part = getattr(parts, name)
         cosine = F.cosine_similarity(part, parts.summed, dim=-1)  # share = cos * |part| / |sum|
-        torch.testing.assert_close(share, cosine * part.norm(dim=-1) / summed_norm, rtol=1e-4, atol=1e-5)
+        scale = float((part.norm(dim=-1) / summed_norm).max())  # the size of this share's terms
+        torch.testing.assert_close(share, cosine * part.norm(dim=-1) / summed_norm, rtol=0,
+                                   atol=rounding_tolerance(torch.float32, terms=hidden, scale=scale))
 
 
 def test_part_shares_zero_sum_is_an_error():
@@ -154,6 +171,7 @@ def test_precision_tolerance_closed_form():
 
 def test_compare_on_device_cpu_float32_is_exact(any_bert):
     ids, types = random_inputs(any_bert)
+    # exact: the same layer, dtype and CPU kernels in the same order
     assert compare_on_device(any_bert.embeddings, ids, types, device="cpu", dtype=torch.float32) == 0.0
 
 
@@ -166,9 +184,9 @@ def test_compare_on_device_half_precision_on_cpu(any_bert, dtype):
     with torch.no_grad():
         reference = embeddings(ids, types)
         independent = copy.deepcopy(embeddings).to(dtype)(ids, types).float()  # transformers' layer in dtype
-    assert difference == float((independent - reference).abs().max())
+    assert difference == float((independent - reference).abs().max())  # exact: the same runs, the same order
     assert 0.0 < difference <= precision_tolerance(dtype, float(reference.abs().max()))
-    assert all(torch.equal(value, before[name]) for name, value in embeddings.state_dict().items())
+    assert all(torch.equal(value, before[name]) for name, value in embeddings.state_dict().items())  # untouched
     assert embeddings.word_embeddings.weight.dtype == torch.float32  # the caller's layer is untouched
 
 
@@ -201,7 +219,7 @@ def test_layer_norm_steps_draws_one_row_per_step():
     try:
         assert len(fig.axes) == 3
         heights = [bar.get_height() for bar in fig.axes[1].containers[0]]  # the BarContainer
-        np.testing.assert_array_equal(heights, -np.arange(6.0))
+        np.testing.assert_array_equal(heights, -np.arange(6.0))  # exact: small integers, copied
     finally:
         plt.close(fig)
 
@@ -214,7 +232,7 @@ def test_dropout_scatter_splits_kept_and_dropped():
     fig = dropout_scatter(before, after, 0.2)
     try:
         kept, dropped = fig.axes[0].collections
-        np.testing.assert_array_equal(kept.get_offsets(), [[2.0, 2.5], [-1.0, -1.25]])
+        np.testing.assert_array_equal(kept.get_offsets(), [[2.0, 2.5], [-1.0, -1.25]])  # exact: dyadic, copied
         np.testing.assert_array_equal(dropped.get_offsets(), [[1.0, 0.0], [0.5, 0.0]])
     finally:
         plt.close(fig)
@@ -228,7 +246,8 @@ def test_part_share_bars_heights_are_the_shares():
     fig = part_share_bars(shares, ["[CLS]", "a"], split_at=1)
     try:
         heights = [bar.get_height() for bar in fig.axes[0].patches]
-        np.testing.assert_allclose(heights, [0.5, 0.7, 0.2, -0.1, 0.3, 0.4])
+        # float32 shares drawn as bars, against float64 literals: half a float32 ulp apart -> rtol eps32
+        np.testing.assert_allclose(heights, [0.5, 0.7, 0.2, -0.1, 0.3, 0.4], rtol=EPS32, atol=0)
         assert fig.axes[0].get_ylim()[1] > 0.7
     finally:
         plt.close(fig)

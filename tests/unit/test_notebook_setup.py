@@ -15,7 +15,7 @@ def test_setup_fixes_seeds_like_torch_and_numpy_would():
     ours = torch.rand(3), np.random.rand(3)
     expected_torch = torch.rand(3, generator=torch.Generator().manual_seed(0))
     expected_numpy = np.random.RandomState(0).rand(3)
-    assert torch.equal(ours[0], expected_torch)
+    assert torch.equal(ours[0], expected_torch)  # exact: the same generator, the same seed
     assert np.array_equal(ours[1], expected_numpy)
 
 

@@ -32,6 +32,7 @@ from helpers import (
     sinusoidal_table,
 )
 from helpers.positions import _diagonal_values, _monotonicity, _translation_cv, _translation_invariance
+from tests.unit.conftest import rounding_tolerance
 
 matplotlib.use("Agg")
 
@@ -65,16 +66,21 @@ def sinusoid_offset_dot(max_offset: int, d_model: int) -> torch.Tensor:
 def test_cosine_similarity_matches_sklearn_and_torch(any_bert):
     rows = position_rows(any_bert)
     ours = cosine_similarity_matrix(rows)
-    torch.testing.assert_close(ours, torch.from_numpy(cosine_similarity(rows.double().numpy())))
+    # float64 cosines (<= 1) summing `hidden` products, by two routes -> rounding_tolerance(float64, hidden), ~1e-13
+    tolerance = rounding_tolerance(torch.float64, terms=rows.shape[1])
+    torch.testing.assert_close(ours, torch.from_numpy(cosine_similarity(rows.double().numpy())), rtol=0,
+                               atol=tolerance)
     some = rows.double()[::max(1, len(rows) // 16)]  # (about 16, hidden): keeps the broadcast small
     pairwise = F.cosine_similarity(some[:, None, :], rows.double()[None, :, :], dim=-1)  # (about 16, positions)
-    torch.testing.assert_close(ours[::max(1, len(rows) // 16)], pairwise, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(ours[::max(1, len(rows) // 16)], pairwise, rtol=0, atol=tolerance)
 
 
 def test_dot_product_matrix_matches_elementwise_sum(tiny_bert):
     rows = position_rows(tiny_bert).double()
     expected = (rows[:, None, :] * rows[None, :, :]).sum(dim=-1)
-    torch.testing.assert_close(dot_product_matrix(rows), expected)
+    # float64, matmul vs elementwise sum of `hidden` products of size <= max|x|^2
+    tolerance = rounding_tolerance(torch.float64, terms=rows.shape[1], scale=float(rows.abs().max()) ** 2)
+    torch.testing.assert_close(dot_product_matrix(rows), expected, rtol=0, atol=tolerance)
 
 
 def test_diagonal_values_match_torch_diagonal():
@@ -82,7 +88,7 @@ def test_diagonal_values_match_torch_diagonal():
     values = _diagonal_values(matrix, 4)
     assert values.shape == (7, 5)
     for k in range(5):
-        torch.testing.assert_close(values[: 7 - k, k], torch.diagonal(matrix, k).double())
+        assert torch.equal(values[: 7 - k, k], torch.diagonal(matrix, k).double())  # exact: copied integers
         assert values[7 - k:, k].isnan().all()
 
 
@@ -91,7 +97,8 @@ def test_diagonal_profile_matches_band_means():
     profile = diagonal_profile(matrix, 6, start=10, stop=30)
     band = matrix[10:30, 10:30]
     expected = torch.stack([torch.diagonal(band, k).mean() for k in range(7)])
-    torch.testing.assert_close(profile, expected)
+    # float64 means of <= 20 values of size < 5 -> rounding_tolerance(float64, 20, 5) = 5e-14
+    torch.testing.assert_close(profile, expected, rtol=0, atol=rounding_tolerance(torch.float64, terms=20, scale=5))
 
 
 # --- translation invariance ----------------------------------------------------------------------------------
@@ -101,14 +108,21 @@ def test_diagonal_profile_matches_band_means():
 def test_sinusoid_diagonals_follow_closed_form(positions, d_model):
     sinusoid = sinusoidal_table(positions, d_model)
     profile = diagonal_profile(dot_product_matrix(sinusoid), 20)
-    torch.testing.assert_close(profile, sinusoid_offset_dot(20, d_model), rtol=1e-5, atol=1e-4)
-    assert _translation_invariance(sinusoid) < 1e-6  # exact up to float32 rounding of the table
+    # float32 table (entries <= 1, off by eps32 / 2) against the float64 closed form: each dot product sums
+    # d_model products -> rounding_tolerance(float32, d_model), 2.7e-5 (d 512) to 6.7e-6 (d 32)
+    tolerance = rounding_tolerance(torch.float32, terms=d_model)
+    torch.testing.assert_close(profile, sinusoid_offset_dot(20, d_model), rtol=0, atol=tolerance)
+    # exact up to float32 rounding of the table, whose products are summed in float64: measured CVs are 2e-9 to 8e-9
+    # for these sizes, so 1e-6 leaves a 100x margin for other CPUs' sin and matmul
+    assert _translation_invariance(sinusoid) < 1e-6
 
 
 def test_translation_cv_matches_numpy(any_bert):
     rows = position_rows(any_bert)
     gram = rows.double().numpy() @ rows.double().numpy().T
     expected = [np.std(np.diagonal(gram, k)) / abs(np.mean(np.diagonal(gram, k))) for k in range(1, 11)]
+    # float64 grams by two routes differ by eps64 x sqrt(hidden) ~ 1e-14 of the entries; the CV divides the spread
+    # by |mean| and may amplify that by up to 1e4 -> rel 1e-9
     np.testing.assert_allclose(_translation_cv(rows, 10).numpy(), expected, rtol=1e-9)
     assert _translation_invariance(rows, 10) == pytest.approx(np.mean(expected), rel=1e-9)
 
@@ -137,14 +151,17 @@ def test_sinusoid_monotonicity_matches_closed_form(positions, d_model):
     weights = torch.tensor([positions - k - 1 for k in range(1, 21)], dtype=torch.float64)
     decreasing = (f[1:21] > f[2:22]).double()
     expected = float((weights * decreasing).sum() / weights.sum())
-    assert _monotonicity(sinusoidal_table(positions, d_model)) == pytest.approx(expected)
+    # a fraction of counts, both float64: equal up to the last division's rounding (a flipped comparison would move
+    # it by 1 / pairs >= 1e-5) -> rel 1e-12
+    assert _monotonicity(sinusoidal_table(positions, d_model)) == pytest.approx(expected, rel=1e-12)
     if d_model >= 384:
         assert expected == 1.0  # BERT-sized sinusoids fall at every step up to offset 21
 
 
 def test_monotonicity_matches_brute_force(tiny_bert):
     rows = position_rows(tiny_bert)[:30]
-    assert _monotonicity(rows, 5) == pytest.approx(brute_force_monotonicity(rows, 5))
+    # the same float64 gram (the same matmul), counted two ways: equal up to the division's rounding -> rel 1e-12
+    assert _monotonicity(rows, 5) == pytest.approx(brute_force_monotonicity(rows, 5), rel=1e-12)
 
 
 def test_monotonicity_of_random_rows_is_a_coin_toss():
@@ -177,6 +194,8 @@ def test_probe_is_large_on_random_rows(positions, hidden):
 
 def test_probe_matches_fold_by_fold_regression(any_bert):
     rows = position_rows(any_bert)
+    # float64 least squares, the same folds: the fits agree to eps64 x cond(rows), and cond reaches ~1e9 for
+    # learned rows -> rel 1e-6
     assert absolute_position_probe(rows, seed=3) == pytest.approx(manual_cv_mae(rows, seed=3), rel=1e-6)
 
 
@@ -202,8 +221,9 @@ def test_position_probes_keys_and_building_blocks(tiny_bert):
     result = position_probes(rows, max_offset=7, seed=2)
     assert list(result) == ["absolute_probe_mae", "translation_cv", "monotonicity"]
     assert all(isinstance(v, float) for v in result.values())
+    # exact: the same calls on the same rows, in the same order
     assert result["absolute_probe_mae"] == absolute_position_probe(rows, seed=2)
-    assert result["translation_cv"] == _translation_invariance(rows, 7)
+    assert result["translation_cv"] == _translation_invariance(rows, 7)  # exact, as above
     assert result["monotonicity"] == _monotonicity(rows, 7)
 
 
@@ -219,9 +239,12 @@ def test_band_statistics_match_torch(any_bert):
     for stats, (a, b) in zip(bands, bounds, strict=True):
         block = rows[a:b].double()
         assert stats["rows"] == b - a
-        assert stats["median_norm"] == pytest.approx(float(torch.linalg.norm(block, dim=1).median()))
+        # float64 norms and cosines summing `hidden` terms: relative to the norm, and absolute for cosines (a mean
+        # cosine near 0 has no relative precision) -> rounding_tolerance(float64, hidden), ~1e-13
+        tolerance = rounding_tolerance(torch.float64, terms=rows.shape[1])
+        assert stats["median_norm"] == pytest.approx(float(torch.linalg.norm(block, dim=1).median()), rel=tolerance)
         cos = F.cosine_similarity(block[:-1], block[1:], dim=1).mean()
-        assert stats["neighbour_cosine"] == pytest.approx(float(cos), rel=1e-9)
+        assert stats["neighbour_cosine"] == pytest.approx(float(cos), rel=0, abs=tolerance)
 
 
 def test_band_statistics_of_untrained_rows_show_no_order(bert_base_random):
@@ -232,8 +255,10 @@ def test_band_statistics_of_untrained_rows_show_no_order(bert_base_random):
 @pytest.mark.parametrize("period", [5.7, 11.0, 40.0])
 def test_rotation_period_of_a_sine_cosine_pair(period):
     angle = 2 * math.pi * np.arange(200) / period
-    assert rotation_period(np.stack([np.cos(angle), np.sin(angle)], axis=1)) == pytest.approx(period)
-    assert rotation_period(torch.tensor(np.stack([np.sin(angle), np.cos(angle)], axis=1))) == pytest.approx(period)
+    # float64: a least-squares slope over 200 angles up to 220 rad, each off by a few ulps -> rel 1e-9
+    assert rotation_period(np.stack([np.cos(angle), np.sin(angle)], axis=1)) == pytest.approx(period, rel=1e-9)
+    assert rotation_period(torch.tensor(np.stack([np.sin(angle), np.cos(angle)], axis=1))) == pytest.approx(
+        period, rel=1e-9)
 
 
 # --- bad input -------------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from helpers import (
     segment_table_rows,
     swap_segments,
 )
+from tests.unit.conftest import EPS32, rounding_tolerance
 
 PAIRS = [
     ("Where do penguins live?", "Most penguins live in the Southern Hemisphere."),
@@ -98,16 +99,21 @@ def test_part_norms_against_the_three_tables(any_bert):
     ids, types = _random_inputs(any_bert)
     positions = torch.arange(ids.shape[1])
     norms = part_norms(embeddings, ids, types)
+    rtol = rounding_tolerance(torch.float32, terms=any_bert.config.hidden_size)  # float32 norms of `hidden` squares
     with torch.no_grad():
-        torch.testing.assert_close(norms["token"], embeddings.word_embeddings(ids[0]).norm(dim=-1))
-        torch.testing.assert_close(norms["segment"], embeddings.token_type_embeddings(types[0]).norm(dim=-1))
-        torch.testing.assert_close(norms["position"], embeddings.position_embeddings(positions).norm(dim=-1))
+        torch.testing.assert_close(norms["token"], embeddings.word_embeddings(ids[0]).norm(dim=-1), rtol=rtol, atol=0)
+        torch.testing.assert_close(norms["segment"], embeddings.token_type_embeddings(types[0]).norm(dim=-1),
+                                   rtol=rtol, atol=0)
+        torch.testing.assert_close(norms["position"], embeddings.position_embeddings(positions).norm(dim=-1),
+                                   rtol=rtol, atol=0)
 
 
 def test_part_norms_default_types_are_row_zero(tiny_bert):
     ids, _ = _random_inputs(tiny_bert)
     row_zero = tiny_bert.embeddings.token_type_embeddings.weight[0].detach().norm()
-    assert torch.allclose(part_norms(tiny_bert.embeddings, ids)["segment"], row_zero.expand(ids.shape[1]))
+    rtol = rounding_tolerance(torch.float32, terms=tiny_bert.config.hidden_size)  # float32 norms of `hidden` squares
+    assert torch.allclose(part_norms(tiny_bert.embeddings, ids)["segment"], row_zero.expand(ids.shape[1]), rtol=rtol,
+                          atol=0)
 
 
 def test_part_norms_rejects_batches_and_bad_types(tiny_bert):
@@ -149,15 +155,19 @@ def test_segment_swap_change_against_the_model_layer(any_bert):
         original = embeddings(ids, token_type_ids=types)
         swapped = embeddings(ids, token_type_ids=1 - types)
     expected = (swapped - original).norm(dim=-1) / original.norm(dim=-1)
-    torch.testing.assert_close(segment_swap_change(embeddings, ids, types), expected)
+    # float32 relative changes (~1) through LayerNorm and two norms of `hidden` terms, by the helper's route and
+    # the layer's -> rounding_tolerance(float32, hidden)
+    rtol = rounding_tolerance(torch.float32, terms=any_bert.config.hidden_size)
+    torch.testing.assert_close(segment_swap_change(embeddings, ids, types), expected, rtol=rtol, atol=rtol)
 
 
 def test_segment_swap_change_ignores_dropout(tiny_bert):
     training = copy.deepcopy(tiny_bert).train()
     ids, types = _random_inputs(tiny_bert)
     types = types.clamp(max=1)
-    torch.testing.assert_close(segment_swap_change(training.embeddings, ids, types),
-                               segment_swap_change(tiny_bert.embeddings, ids, types))
+    # exact: the same weights, the same operations in the same order; only the unused dropout differs
+    assert torch.equal(segment_swap_change(training.embeddings, ids, types),
+                       segment_swap_change(tiny_bert.embeddings, ids, types))
 
 
 def test_segment_swap_change_is_zero_when_rows_are_equal(tiny_bert):
@@ -166,7 +176,7 @@ def test_segment_swap_change_is_zero_when_rows_are_equal(tiny_bert):
         same.embeddings.token_type_embeddings.weight[1] = same.embeddings.token_type_embeddings.weight[0]
     ids, types = _random_inputs(tiny_bert)
     change = segment_swap_change(same.embeddings, ids, types.clamp(max=1))
-    assert torch.equal(change, torch.zeros(ids.shape))
+    assert torch.equal(change, torch.zeros(ids.shape))  # exact: equal rows give bit-equal sums, and x - x = 0
 
 
 # --- what survives LayerNorm ---------------------------------------------------------------------------------------
@@ -190,25 +200,45 @@ def test_shift_survival_against_a_float64_hand_computation(packaged):
     delta = _numpy_normalise(xn + sn, eps) - _numpy_normalise(xn, eps)
     before = np.linalg.norm(sn) / np.linalg.norm(xn - xn.mean(axis=-1, keepdims=True), axis=-1)
     after = np.linalg.norm(delta, axis=-1) / np.sqrt(xn.shape[-1])  # ||N(x)|| = sqrt(hidden) when eps is tiny
-    np.testing.assert_allclose(result.before.numpy(), before, rtol=1e-5)
-    np.testing.assert_allclose(result.after.numpy(), after, rtol=1e-3)
-    np.testing.assert_allclose(result.survival.numpy(), after / before, rtol=1e-3)
-    np.testing.assert_allclose(result.mean_share, sn.mean() ** 2 * sn.size / (sn**2).sum(), rtol=1e-4)
+    hidden = xn.shape[-1]
+    # The helper works in float32, the reference in float64: float32 tolerances throughout.
+    # before: a ratio of two float32 norms of `hidden` terms -> rounding_tolerance(float32, hidden) = 2.3e-5
+    np.testing.assert_allclose(result.before.numpy(), before, rtol=rounding_tolerance(torch.float32, terms=hidden))
+    # after = ||N(x + s) - N(x)|| / sqrt(hidden): a difference of float32 LayerNorm outputs of size ~1 whose entries
+    # are off by ~eps32 x sqrt(hidden) -> atol rounding_tolerance(float32, hidden); relative to after >= 0.14 here
+    after_atol = rounding_tolerance(torch.float32, terms=hidden)
+    np.testing.assert_allclose(result.after.numpy(), after, rtol=0, atol=after_atol)
+    # survival = after / before: the two relative errors add
+    survival_rtol = after_atol / after.min() + rounding_tolerance(torch.float32, terms=hidden)
+    np.testing.assert_allclose(result.survival.numpy(), after / before, rtol=survival_rtol)
+    # the float32 mean of the shift cancels: |mean| is ~1/14 of mean |s|, so its rounding grows by that ratio,
+    # and squaring doubles it -> 2 x rounding_tolerance(float32, hidden, mean |s| / |mean s|)
+    cancel = float(np.abs(sn).mean() / abs(sn.mean()))
+    np.testing.assert_allclose(result.mean_share, sn.mean() ** 2 * sn.size / (sn**2).sum(),
+                               rtol=2 * rounding_tolerance(torch.float32, terms=hidden, scale=cancel))
     common = (delta.mean(axis=0) ** 2).sum() / (delta**2).sum(axis=-1).mean()
-    np.testing.assert_allclose(result.common_share, common, rtol=1e-3)
+    # a ratio of squared norms of the deltas: twice the deltas' relative error, after_atol / after
+    np.testing.assert_allclose(result.common_share, common, rtol=2 * after_atol / after.min())
 
 
 def test_a_constant_shift_is_removed_entirely():
     x = torch.randn(5, 32, generator=torch.Generator().manual_seed(0))
     result = layernorm_shift_survival(x, torch.full((32,), 0.7))
-    assert result.mean_share == pytest.approx(1.0)
-    torch.testing.assert_close(result.survival, torch.zeros(5), atol=1e-5, rtol=0)
+    # float32: a mean and a sum of squares over 32 entries -> rounding_tolerance(float32, 32) = 6.7e-6, not
+    # approx's float64-sized default 1e-6
+    assert result.mean_share == pytest.approx(1.0, rel=rounding_tolerance(torch.float32, terms=32))
+    # N(x + c) and N(x) differ only by float32 rounding of sums of 32 terms of size ~1, divided by before
+    survival = rounding_tolerance(torch.float32, terms=32, scale=1 / float(result.before.min()))
+    torch.testing.assert_close(result.survival, torch.zeros(5), atol=survival, rtol=0)
 
 
 def test_a_shift_along_the_token_itself_is_removed():
     x = torch.randn(1, 32, generator=torch.Generator().manual_seed(0))
     centred = x[0] - x[0].mean()
-    torch.testing.assert_close(layernorm_shift_survival(x, 0.5 * centred).survival, torch.zeros(1), atol=1e-5, rtol=0)
+    result = layernorm_shift_survival(x, 0.5 * centred)
+    # N(x + x_c / 2) = N(x) up to float32 rounding of sums of 32 terms of size ~1, divided by before
+    survival = rounding_tolerance(torch.float32, terms=32, scale=1 / float(result.before.min()))
+    torch.testing.assert_close(result.survival, torch.zeros(1), atol=survival, rtol=0)
 
 
 def test_small_shift_survival_matches_the_first_order_projection():
@@ -224,16 +254,22 @@ def test_small_shift_survival_matches_the_first_order_projection():
         centred = x[i] - x[i].mean()
         basis = torch.stack([ones, centred / centred.norm()], dim=1)  # orthonormal: ones and x_c are orthogonal
         projected = shift - basis @ (basis.T @ shift)
+        # not rounding but truncation: second-order terms are O(|s| / |x_c|) ~ 1e-3, and the float32 difference
+        # N(x + s) - N(x) loses eps32 x sqrt(64) / 1e-3 ~ 1e-3 -> rel 1e-2
         assert float(result.survival[i]) == pytest.approx(float(projected.norm() / shift.norm()), rel=1e-2)
 
 
 def test_shift_survival_is_scale_invariant_and_common_when_tokens_agree():
     generator = torch.Generator().manual_seed(4)
     x, shift = torch.randn(6, 16, generator=generator), torch.randn(16, generator=generator)
+    # float32: 3x rounds each entry, then sums of 16 terms; survival ~1 -> rounding_tolerance(float32, 16) = 4.8e-6
     torch.testing.assert_close(layernorm_shift_survival(3 * x, 3 * shift, eps=0.0).survival,
-                               layernorm_shift_survival(x, shift, eps=0.0).survival)
+                               layernorm_shift_survival(x, shift, eps=0.0).survival, rtol=0,
+                               atol=rounding_tolerance(torch.float32, terms=16))
     same_tokens = x[:1].expand(6, 16)
-    assert layernorm_shift_survival(same_tokens, shift).common_share == pytest.approx(1.0, rel=1e-5)
+    # float32 sums of 16 squares and a mean of 6 equal rows -> rounding_tolerance(float32, 16) = 4.8e-6
+    assert layernorm_shift_survival(same_tokens, shift).common_share == pytest.approx(
+        1.0, rel=rounding_tolerance(torch.float32, terms=16))
 
 
 def test_shift_survival_rejects_bad_input():
@@ -258,7 +294,14 @@ def test_one_step_row_changes_equals_lr_times_gradient(request, name):
     reference = copy.deepcopy(model)
     loss = reference(input_ids=ids, token_type_ids=types).last_hidden_state.pow(2).mean()
     (gradient,) = torch.autograd.grad(loss, reference.embeddings.token_type_embeddings.weight)
-    torch.testing.assert_close(changes, 0.5 * gradient.norm(dim=-1), rtol=1e-3, atol=1e-9)
+    # The same gradient, bit for bit (the same ops on equal copies); but SGD stores w - lr * g in float32, each entry
+    # off by <= eps32 / 2 x |w_i|, so a row's change by <= eps32 / 2 x ||w_row|| (subtracting w back is exact):
+    # atol eps32 x max ||w_row||. (tiny_bert's changes are ~5e-8 on rows of norm ~0.1: only ~20 ulps.) The norms
+    # themselves sum `hidden` squares -> rtol rounding_tolerance(float32, hidden).
+    weight = model.embeddings.token_type_embeddings.weight.detach()
+    torch.testing.assert_close(changes, 0.5 * gradient.norm(dim=-1),
+                               rtol=rounding_tolerance(torch.float32, terms=weight.shape[1]),
+                               atol=EPS32 * float(weight.norm(dim=-1).max()))
     assert (changes > 0).all()  # every type is used, so every row moves
     assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())  # the model passed in is untouched
 
@@ -269,7 +312,8 @@ def test_one_step_row_changes_leaves_unused_rows_alone(tiny_bert):
     types[0, -2:] = 2  # type 1 is never used
     changes = one_step_row_changes(tiny_bert, ids, types)
     assert changes[0] > 0 and changes[2] > 0 and changes[1] == 0
-    assert torch.equal(one_step_row_changes(tiny_bert, ids)[1:], torch.zeros(2))  # single text: only row 0 moves
+    # exact: an unused row's gradient is exactly 0, so SGD leaves it bit for bit; single text: only row 0 moves
+    assert torch.equal(one_step_row_changes(tiny_bert, ids)[1:], torch.zeros(2))
 
 
 # --- the clear errors the chapter relies on, next to the raw behaviour it shows -------------------------------------

@@ -20,6 +20,7 @@ from helpers import (
     word_group_pca,
 )
 from helpers.tokens import TokenTable
+from tests.unit.conftest import rounding_tolerance
 
 # The source notebooks' sentences and the bert-base-uncased ids they printed (FACTS.md).
 SOURCE_IDS = {
@@ -184,7 +185,9 @@ def test_nearest_tokens_packaged_vs_brute_force(packaged, word):
     near = nearest_tokens(model, tokenizer, word, k=8)
     ids, values = brute_force(model.embeddings.word_embeddings.weight, single_token_id(tokenizer, word), 8)
     assert [n.id for n in near] == ids
-    np.testing.assert_allclose([n.cosine for n in near], values.numpy(), atol=1e-5)
+    # float32 cosines (<= 1) of `hidden` terms, by sklearn and by torch -> rounding_tolerance(float32, hidden)
+    atol = rounding_tolerance(torch.float32, terms=model.config.hidden_size)
+    np.testing.assert_allclose([n.cosine for n in near], values.numpy(), rtol=0, atol=atol)
     assert [n.token for n in near] == tokenizer.convert_ids_to_tokens(ids)
 
 
@@ -193,7 +196,8 @@ def test_nearest_tokens_bert_base_random(bert_base_random, tokenizer):
     weight = bert_base_random.embeddings.word_embeddings.weight
     ids, values = brute_force(weight, tokenizer.convert_tokens_to_ids("bank"), 5)
     assert [n.id for n in near] == ids
-    np.testing.assert_allclose([n.cosine for n in near], values.numpy(), atol=1e-5)
+    atol = rounding_tolerance(torch.float32, terms=bert_base_random.config.hidden_size)  # float32 cosines: as above
+    np.testing.assert_allclose([n.cosine for n in near], values.numpy(), rtol=0, atol=atol)
 
 
 def test_nearest_tokens_tiny(tiny_bert, tiny_tokenizer):
@@ -201,7 +205,8 @@ def test_nearest_tokens_tiny(tiny_bert, tiny_tokenizer):
     river = tiny_tokenizer.convert_tokens_to_ids("river")
     near = nearest_tokens(tiny_bert, tiny_tokenizer, "river", k=k)
     ids, values = brute_force(tiny_bert.embeddings.word_embeddings.weight, river, k)
-    np.testing.assert_allclose([n.cosine for n in near], values.numpy(), atol=1e-6)
+    atol = rounding_tolerance(torch.float32, terms=tiny_bert.config.hidden_size)  # float32 cosines: as above
+    np.testing.assert_allclose([n.cosine for n in near], values.numpy(), rtol=0, atol=atol)
     assert sorted(n.id for n in near) == sorted(ids) and river not in ids
     gaps = np.abs(np.diff(values.numpy())) > 1e-5  # rank order is only defined between values that differ
     clear = np.concatenate([[gaps[0]], gaps[:-1] & gaps[1:], [gaps[-1]]])
@@ -259,7 +264,9 @@ def test_token_matrix_and_row_norms(any_bert, tokenizer, tiny_tokenizer):
     assert torch.equal(rows, weight[tok.convert_tokens_to_ids(["the", "bank"])])
     norms = row_norms(any_bert)
     assert norms.shape == (any_bert.config.vocab_size,)
-    torch.testing.assert_close(norms, weight.detach().pow(2).sum(dim=1).sqrt())
+    # float32 norms of `hidden` squares, by two kernels -> rtol rounding_tolerance(float32, hidden)
+    torch.testing.assert_close(norms, weight.detach().pow(2).sum(dim=1).sqrt(),
+                               rtol=rounding_tolerance(torch.float32, terms=any_bert.config.hidden_size), atol=0)
 
 
 def test_word_group_pca_vs_torch_svd(packaged):
@@ -271,8 +278,15 @@ def test_word_group_pca_vs_torch_svd(packaged):
     u, s, vh = torch.linalg.svd(centred, full_matrices=False)
     reference = (centred @ vh[:2].T).numpy()  # (words, 2)
     signs = np.sign((projection.coords * reference).sum(axis=0))  # PCA components are defined up to sign
-    np.testing.assert_allclose(projection.coords, reference * signs, atol=1e-4)
-    np.testing.assert_allclose(projection.explained_variance_ratio, (s[:2] ** 2 / (s**2).sum()).numpy(), atol=1e-5)
+    # scikit-learn's PCA stays in float32, the reference is float64: the centring and SVD sum `hidden` terms of
+    # size |x| <= max |coords| -> rounding_tolerance(float32, hidden, max |coords|), and a 3x margin for the SVD
+    hidden = x.shape[1]
+    np.testing.assert_allclose(projection.coords, reference * signs, rtol=0,
+                               atol=3 * rounding_tolerance(torch.float32, terms=hidden,
+                                                           scale=float(np.abs(reference).max())))
+    # a float32 ratio in [0, 1] -> rounding_tolerance(float32, hidden)
+    np.testing.assert_allclose(projection.explained_variance_ratio, (s[:2] ** 2 / (s**2).sum()).numpy(), rtol=0,
+                               atol=rounding_tolerance(torch.float32, terms=hidden))
     assert projection.groups == ["days"] * 3 + ["colours"] * 3 + ["numbers"] * 2
 
 
