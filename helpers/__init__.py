@@ -2,20 +2,28 @@
 
     checkpoint          load_bert(): the checkpoint the book runs on, hash-checked (every chapter)
     anatomy             the layer taken apart: checked inputs, three lookups, their sum (the layer at a glance)
-    tokens              WordPiece, token tables, nearest tokens (token embeddings)
+    tokens              WordPiece, token tables, nearest tokens, their figures (token embeddings)
     segments            segment rows and swaps (segment embeddings)
-    positions           learned-position analyses and probes (learned positions)
-    layernorm           LayerNorm by hand, dropout, precision (the sum and LayerNorm)
-    sinusoids           sinusoidal tables, rotations, rotary scores (sinusoidal encodings)
-    relative_positions  T5's relative-position buckets (sinusoidal encodings)
-    families            the relatives, read from transformers' own classes (one layer, many families)
-    plots, tables       the house style and the figure and table primitives the chapters share
+    positions           learned-position analyses and probes, their figures (learned positions)
+    layernorm           LayerNorm by hand, dropout, shares of the sum, precision, their figures (the sum and LayerNorm)
+    sinusoids           sinusoidal tables, rotations, rotary scores, their figures (sinusoidal encodings; families)
+    relative_positions  T5's relative-position buckets, their figure (sinusoidal encodings)
+    families            the relatives, built from transformers' own classes; tables, figures (one layer, many families)
+    input_layers        any model's input layer read from its modules and hooks (one layer, many families)
+    findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)
+    plots               the house style and the figure primitives more than one chapter draws
+    tables              the one table type: HTML or Markdown in the book, plain text for nbval
     notebook            setup(): seeds, print options, plot style
+
+Every module lists its public names in __all__; `from helpers import name` finds each of them here.
 """
 
 from helpers.anatomy import *  # noqa: F403
 from helpers.checkpoint import *  # noqa: F403
 from helpers.families import *  # noqa: F403
+from helpers.findings import *  # noqa: F403
+from helpers.input_layers import *  # noqa: F403
+from helpers.layernorm import *  # noqa: F403
 from helpers.notebook import *  # noqa: F403
 from helpers.plots import *  # noqa: F403
 from helpers.positions import *  # noqa: F403

@@ -1,17 +1,20 @@
-"""BERT's embedding layer taken apart: inputs checked, three lookups, sum, LayerNorm, dropout."""
+"""BERT's embedding layer taken apart: inputs checked, three lookups, their sum, LayerNorm, dropout.
+
+LayerNorm, dropout and precision in detail: layernorm.py.
+"""
 
 from __future__ import annotations
 
-import copy
-import math
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
 import torch
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from torch import nn
 
-__all__ = ["EmbeddingParts", "check_embedding_inputs", "embedding_parts", "embedding_parameter_table",
-           "layer_norm_by_hand", "DropoutStatistics", "dropout_statistics", "PART_NAMES", "part_shares",
-           "precision_tolerance", "compare_on_device"]
+from helpers.plots import PART_COLOURS
+
+__all__ = ["check_embedding_inputs", "embedding_parts", "embedding_parameter_table", "embedding_pipeline_diagram"]
 
 
 @dataclass
@@ -47,7 +50,9 @@ def _check_range(name: str, ids: torch.Tensor, rows: int, table: str, advice: st
 
 
 def check_embedding_inputs(embeddings: nn.Module, input_ids, token_type_ids=None, position_ids=None):
-    """Validate ids against the layer's tables; return (input_ids, token_type_ids, position_ids), each (batch, seq)."""
+    """Validate ids against the layer's tables; return (input_ids, token_type_ids, position_ids), each (batch, seq).
+
+    Taught in segment embeddings, "Limits and relatives"."""
     vocab_rows = embeddings.word_embeddings.num_embeddings
     type_rows = embeddings.token_type_embeddings.num_embeddings
     limit = embeddings.position_embeddings.num_embeddings
@@ -86,7 +91,9 @@ def check_embedding_inputs(embeddings: nn.Module, input_ids, token_type_ids=None
 
 
 def embedding_parts(embeddings: nn.Module, input_ids, token_type_ids=None, position_ids=None) -> EmbeddingParts:
-    """Rebuild BertEmbeddings.forward step by step, summing in the model's own order."""
+    """Rebuild BertEmbeddings.forward step by step, summing in the model's own order.
+
+    Taught in the layer at a glance, "What the layer holds"."""
     input_ids, token_type_ids, position_ids = check_embedding_inputs(embeddings, input_ids, token_type_ids,
                                                                      position_ids)
     token = embeddings.word_embeddings(input_ids)  # (batch, seq, hidden)
@@ -99,7 +106,9 @@ def embedding_parts(embeddings: nn.Module, input_ids, token_type_ids=None, posit
 
 
 def embedding_parameter_table(model: nn.Module) -> list[dict]:
-    """Rows (part, shape, parameters, share of the whole model) for the embedding layer's parameters."""
+    """Rows (part, shape, parameters, share of the whole model) for the embedding layer's parameters.
+
+    Taught in the layer at a glance, "Where the parameters are"."""
     total = sum(p.numel() for p in model.parameters())
     rows = []
     for name, parameter in model.embeddings.named_parameters():
@@ -108,107 +117,40 @@ def embedding_parameter_table(model: nn.Module) -> list[dict]:
     return rows
 
 
-# ---------------------------------------------------------------- LayerNorm, dropout, shares, precision
+def embedding_pipeline_diagram(hidden_size: int, vocab_size: int, max_positions: int, type_vocab_size: int):
+    """Draw the embedding layer's four steps: three lookups, their sum, LayerNorm, dropout.
 
-PART_NAMES = ("token", "segment", "position")
+    Taught in the layer at a glance, "What the layer holds"."""
+    fig, ax = plt.subplots(figsize=(9.0, 3.6))
+    ax.set(xlim=(0, 10), ylim=(0, 4.2))
+    ax.axis("off")
 
+    def box(x, y, w, text, colour):
+        ax.add_patch(FancyBboxPatch((x, y), w, 0.8, boxstyle="round,pad=0.05", fc=colour, ec="black",
+                                    alpha=0.85))
+        ax.text(x + w / 2, y + 0.4, text, ha="center", va="center", fontsize=9, color="white"
+                if colour != "white" else "black")
 
-def layer_norm_by_hand(x, weight=None, bias=None, eps: float = 1e-5) -> torch.Tensor:
-    """LayerNorm over the last axis: (x - mean) / sqrt(biased variance + eps), then * weight + bias if given."""
-    x = torch.as_tensor(x)
-    if not x.dtype.is_floating_point:
-        raise TypeError(f"x must be a floating-point tensor, got dtype {x.dtype}.")
-    if x.dim() == 0 or x.shape[-1] == 0:
-        raise ValueError(f"x has shape {tuple(x.shape)}: LayerNorm needs at least one feature in the last axis.")
-    eps = float(eps)
-    if not (math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps}.")
-    hidden = x.shape[-1]
-    for name, value in (("weight", weight), ("bias", bias)):
-        if value is not None and tuple(value.shape) != (hidden,):
-            raise ValueError(f"{name} has shape {tuple(value.shape)} but x has {hidden} features in its last axis: "
-                             "gamma and beta hold one value per feature.")
-    mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1) biased: divide by hidden, not hidden - 1
-    eps_here = torch.tensor(eps, dtype=x.dtype, device=x.device)  # eps as x's dtype stores it (1e-12 -> 0 in fp16)
-    x_hat = (x - mean) / torch.sqrt(variance + eps_here)  # (..., hidden) mean 0, variance 1 per token
-    if weight is not None:
-        x_hat = x_hat * weight  # gamma
-    if bias is not None:
-        x_hat = x_hat + bias  # beta
-    return x_hat
+    def arrow(start, end):
+        ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="black"))
 
-
-@dataclass(frozen=True)
-class DropoutStatistics:
-    """What dropout did to a tensor: how many entries it zeroed and how it scaled the survivors."""
-
-    p: float
-    elements: int  # entries that were non-zero before dropout (a zero stays zero either way)
-    dropped: int
-    zero_fraction: float  # dropped / elements: close to p
-    standard_error: float  # sqrt(p (1 - p) / elements): the spread of zero_fraction around p by chance
-    expected_scale: float  # 1 / (1 - p)
-    max_scale_error: float  # max over survivors of |after / before - 1/(1-p)|, relative to 1/(1-p)
-
-
-def dropout_statistics(before, after, p: float) -> DropoutStatistics:
-    """Compare a tensor before and after dropout: fraction of zeros and scale of the survivors."""
-    before, after = torch.as_tensor(before), torch.as_tensor(after)
-    if before.shape != after.shape:
-        raise ValueError(f"before has shape {tuple(before.shape)} but after has {tuple(after.shape)}: "
-                         "pass the same tensor before and after dropout.")
-    p = float(p)
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"p must be in [0, 1) (the probability of zeroing an entry), got {p}.")
-    nonzero = before != 0
-    if not nonzero.any():
-        raise ValueError("before holds no non-zero entry: there is nothing dropout could drop.")
-    if ((after != 0) & ~nonzero).any():
-        raise ValueError("after is non-zero where before is zero: it is not dropout applied to before.")
-    dropped = (after == 0) & nonzero
-    kept = (after != 0) & nonzero
-    elements, n_dropped = int(nonzero.sum()), int(dropped.sum())
-    scale = 1.0 / (1.0 - p)
-    ratio = after[kept].double() / before[kept].double()
-    error = float(((ratio - scale).abs() / scale).max()) if kept.any() else 0.0
-    return DropoutStatistics(p=p, elements=elements, dropped=n_dropped, zero_fraction=n_dropped / elements,
-                             standard_error=math.sqrt(p * (1 - p) / elements), expected_scale=scale,
-                             max_scale_error=error)
-
-
-def part_shares(parts: EmbeddingParts) -> dict[str, torch.Tensor]:
-    """Each part's share of the sum per token, <part, summed> / |summed|^2, each (batch, seq); they add up to 1."""
-    summed = parts.summed  # (batch, seq, hidden)
-    squared_norm = (summed * summed).sum(dim=-1)  # (batch, seq)
-    if (squared_norm == 0).any():
-        raise ValueError("A token's summed vector is exactly zero: its shares are undefined.")
-    return {name: (getattr(parts, name) * summed).sum(dim=-1) / squared_norm for name in PART_NAMES}
-
-
-def precision_tolerance(dtype: torch.dtype, scale: float, ulps: float = 8.0) -> float:
-    """A tolerance of `ulps` units of the dtype's machine epsilon at magnitude `scale`: ulps * eps * scale."""
-    if not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point dtype, got {dtype}.")
-    if not (math.isfinite(scale) and scale >= 0) or not ulps > 0:
-        raise ValueError(f"scale must be finite and >= 0 and ulps > 0, got scale={scale}, ulps={ulps}.")
-    return ulps * torch.finfo(dtype).eps * scale
-
-
-def compare_on_device(embeddings: nn.Module, input_ids, token_type_ids=None, device="cpu",
-                      dtype: torch.dtype = torch.float32) -> float:
-    """Max |difference| between the layer run on (device, dtype) and the same layer in float32 on the CPU."""
-    device = torch.device(device)
-    if not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point dtype such as torch.float16, got {dtype}.")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device='cuda' but torch sees no CUDA device here: use device='cpu', "
-                           "or run this on a machine with a GPU.")
-    input_ids, token_type_ids, _ = check_embedding_inputs(embeddings, input_ids, token_type_ids)
-    # Copies: .to() and .eval() act in place, and the caller's layer must stay as it is.
-    reference_layer = copy.deepcopy(embeddings).to(device="cpu", dtype=torch.float32).eval()
-    layer = copy.deepcopy(embeddings).to(device=device, dtype=dtype).eval()
-    with torch.no_grad():
-        reference = reference_layer(input_ids.cpu(), token_type_ids.cpu())  # (batch, seq, hidden) float32
-        output = layer(input_ids.to(device), token_type_ids.to(device))  # (batch, seq, hidden) in dtype
-    return float((output.float().cpu() - reference).abs().max())
+    lookups = [
+        ("input_ids", f"token table\n{vocab_size} x {hidden_size}", PART_COLOURS["token"], 3.2),
+        ("token_type_ids", f"segment table\n{type_vocab_size} x {hidden_size}", PART_COLOURS["segment"], 1.8),
+        ("position_ids", f"position table\n{max_positions} x {hidden_size}", PART_COLOURS["position"], 0.4),
+    ]
+    for ids, table, colour, y in lookups:
+        ax.text(0.05, y + 0.4, ids, ha="left", va="center", family="monospace", fontsize=9)
+        arrow((1.45, y + 0.4), (1.8, y + 0.4))
+        box(1.8, y, 1.9, table, colour)
+        arrow((3.75, y + 0.4), (4.55, 2.2))
+    ax.add_patch(plt.Circle((4.8, 2.2), 0.25, fc="white", ec="black"))
+    ax.text(4.8, 2.2, "+", ha="center", va="center", fontsize=14)
+    arrow((5.05, 2.2), (5.45, 2.2))
+    box(5.45, 1.8, 1.5, "LayerNorm\n(gamma, beta)", PART_COLOURS["other"])
+    arrow((7.0, 2.2), (7.35, 2.2))
+    box(7.35, 1.8, 1.2, "Dropout", PART_COLOURS["other"])
+    arrow((8.6, 2.2), (8.95, 2.2))
+    ax.text(8.97, 2.2, f"(batch, seq,\n {hidden_size})", ha="left", va="center", family="monospace", fontsize=8)
+    ax.set_title("BertEmbeddings: three lookups, one sum, LayerNorm, dropout")
+    return fig

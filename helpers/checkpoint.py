@@ -11,7 +11,7 @@ from pathlib import Path
 import transformers
 from transformers import AutoConfig, AutoTokenizer, BertModel
 
-__all__ = ["CheckpointError", "CheckpointInfo", "checkpoint_spec", "describe_checkpoint", "load_bert"]
+__all__ = ["describe_checkpoint", "load_bert"]
 
 ENV_VAR = "BERT_BOOK_CHECKPOINT"
 PACKAGED = "packaged"

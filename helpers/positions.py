@@ -8,6 +8,7 @@ absolute-position probe follows Wang & Chen 2020, "What Do Position Embeddings L
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from sklearn.linear_model import LinearRegression
@@ -15,19 +16,21 @@ from sklearn.metrics.pairwise import cosine_similarity
 from sklearn.model_selection import KFold, cross_val_predict
 from threadpoolctl import threadpool_limits
 
+from helpers.plots import PART_COLOURS, SEQUENTIAL, _numpy
+
 __all__ = [
     "absolute_position_predictions",
     "absolute_position_probe",
     "band_statistics",
     "cosine_similarity_matrix",
     "diagonal_profile",
-    "diagonal_values",
     "dot_product_matrix",
-    "monotonicity",
     "position_probes",
     "rotation_period",
-    "translation_cv",
-    "translation_invariance",
+    "position_band_profile",
+    "offset_profiles",
+    "pca_trajectory",
+    "probe_scatter",
 ]
 
 
@@ -50,7 +53,7 @@ def _check_table(table, min_rows: int = 2, name: str = "table") -> torch.Tensor:
     return table
 
 
-def _check_offset(max_offset, positions: int, extra: int = 0) -> int:
+def _check_max_offset_fits(max_offset, positions: int, extra: int = 0) -> int:
     """A positive integer offset that leaves at least one pair (x, x + max_offset + extra) inside the table."""
     if isinstance(max_offset, bool) or not isinstance(max_offset, int) or max_offset < 1:
         raise ValueError(f"max_offset must be a positive integer, got {max_offset!r}.")
@@ -63,24 +66,28 @@ def _check_offset(max_offset, positions: int, extra: int = 0) -> int:
 
 
 def dot_product_matrix(table: torch.Tensor) -> torch.Tensor:
-    """phi(x, y) = <PE_x, PE_y> for every pair of rows, in float64; shape (positions, positions)."""
+    """phi(x, y) = <PE_x, PE_y> for every pair of rows, in float64; shape (positions, positions).
+
+    Taught in learned positions, "Published probes, reproduced"."""
     table = _check_table(table)  # (positions, hidden)
     return table @ table.T  # (positions, positions)
 
 
 def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
-    """Cosine similarity of every pair of rows (scikit-learn's cosine_similarity); shape (positions, positions)."""
+    """Cosine similarity of every pair of rows (scikit-learn's cosine_similarity); shape (positions, positions).
+
+    Taught in learned positions, "Pictures of the rows"."""
     table = _check_table(table)  # (positions, hidden)
     return torch.from_numpy(cosine_similarity(table.numpy()))  # (positions, positions), float64
 
 
-def diagonal_values(matrix: torch.Tensor, max_offset: int) -> torch.Tensor:
+def _diagonal_values(matrix: torch.Tensor, max_offset: int) -> torch.Tensor:
     """M[x, x + k] for k = 0..max_offset in column k, NaN where x + k runs past the end; shape (positions, K + 1)."""
     if not isinstance(matrix, torch.Tensor) or matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
         shape = tuple(matrix.shape) if isinstance(matrix, torch.Tensor) else type(matrix).__name__
         raise ValueError(f"matrix must be a square 2-D tensor (positions, positions), got {shape}.")
     positions = matrix.shape[0]
-    _check_offset(max_offset, positions)
+    _check_max_offset_fits(max_offset, positions)
     x = torch.arange(positions)[:, None]  # (positions, 1)
     y = x + torch.arange(max_offset + 1)[None, :]  # (positions, K + 1)
     inside = y < positions
@@ -89,21 +96,23 @@ def diagonal_values(matrix: torch.Tensor, max_offset: int) -> torch.Tensor:
 
 
 def diagonal_profile(matrix: torch.Tensor, max_offset: int, start: int = 0, stop: int | None = None) -> torch.Tensor:
-    """Mean of M[x, x + k] over pairs with start <= x and x + k < stop, for k = 0..max_offset; shape (K + 1,)."""
+    """Mean of M[x, x + k] over pairs with start <= x and x + k < stop, for k = 0..max_offset; shape (K + 1,).
+
+    Taught in learned positions, "Training length leaves a mark"."""
     positions = matrix.shape[0]
     stop = positions if stop is None else stop
     if not 0 <= start < stop <= positions:
         raise ValueError(f"need 0 <= start < stop <= {positions}, got start={start}, stop={stop}.")
-    _check_offset(max_offset, stop - start)
-    values = diagonal_values(matrix[start:stop, start:stop], max_offset)  # (stop - start, K + 1)
+    _check_max_offset_fits(max_offset, stop - start)
+    values = _diagonal_values(matrix[start:stop, start:stop], max_offset)  # (stop - start, K + 1)
     return values.nanmean(dim=0)
 
 
-def translation_cv(table: torch.Tensor, max_offset: int = 20) -> torch.Tensor:
+def _translation_cv(table: torch.Tensor, max_offset: int = 20) -> torch.Tensor:
     """Coefficient of variation (std / |mean|) of phi(x, x + k) along each diagonal k = 1..max_offset; (K,)."""
     table = _check_table(table)
-    _check_offset(max_offset, table.shape[0])
-    values = diagonal_values(dot_product_matrix(table), max_offset)[:, 1:]  # (positions, K)
+    _check_max_offset_fits(max_offset, table.shape[0])
+    values = _diagonal_values(dot_product_matrix(table), max_offset)[:, 1:]  # (positions, K)
     inside = ~values.isnan()
     count = inside.sum(dim=0)  # (K,)
     mean = values.nan_to_num().sum(dim=0) / count  # (K,)
@@ -111,23 +120,25 @@ def translation_cv(table: torch.Tensor, max_offset: int = 20) -> torch.Tensor:
     return variance.sqrt() / mean.abs()
 
 
-def translation_invariance(table: torch.Tensor, max_offset: int = 20) -> float:
+def _translation_invariance(table: torch.Tensor, max_offset: int = 20) -> float:
     """Mean over k = 1..max_offset of the diagonal's coefficient of variation: 0 when phi depends only on k."""
-    return float(translation_cv(table, max_offset).mean())
+    return float(_translation_cv(table, max_offset).mean())
 
 
-def monotonicity(table: torch.Tensor, max_offset: int = 20) -> float:
+def _monotonicity(table: torch.Tensor, max_offset: int = 20) -> float:
     """Fraction of pairs (x, k), k = 1..max_offset, with phi(x, x + k) > phi(x, x + k + 1): 1 = nearer is closer."""
     table = _check_table(table, min_rows=3)
-    _check_offset(max_offset, table.shape[0], extra=1)
-    values = diagonal_values(dot_product_matrix(table), max_offset + 1)  # (positions, K + 2)
+    _check_max_offset_fits(max_offset, table.shape[0], extra=1)
+    values = _diagonal_values(dot_product_matrix(table), max_offset + 1)  # (positions, K + 2)
     nearer, farther = values[:, 1:-1], values[:, 2:]  # (positions, K) each: offsets k and k + 1
     inside = ~farther.isnan()  # x + k + 1 inside the table (then x + k is too)
     return float((nearer > farther)[inside].double().mean())
 
 
 def absolute_position_predictions(table: torch.Tensor, folds: int = 5, seed: int = 0) -> np.ndarray:
-    """Each row's position as predicted by a linear regression fitted on the other folds; shape (positions,)."""
+    """Each row's position as predicted by a linear regression fitted on the other folds; shape (positions,).
+
+    Taught in learned positions, "Published probes, reproduced"."""
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise ValueError(f"folds must be an integer of at least 2, got {folds!r}.")
     table = _check_table(table, min_rows=folds)
@@ -138,23 +149,29 @@ def absolute_position_predictions(table: torch.Tensor, folds: int = 5, seed: int
 
 
 def absolute_position_probe(table: torch.Tensor, folds: int = 5, seed: int = 0) -> float:
-    """Wang & Chen 2020: mean absolute error, in positions, of a cross-validated linear regression row -> index."""
+    """Wang & Chen 2020: mean absolute error, in positions, of a cross-validated linear regression row -> index.
+
+    Taught in learned positions, "Published probes, reproduced"."""
     predicted = absolute_position_predictions(table, folds, seed)  # (positions,)
     return float(np.abs(predicted - np.arange(len(predicted))).mean())
 
 
 def position_probes(table: torch.Tensor, max_offset: int = 20, seed: int = 0) -> dict[str, float]:
-    """The three probes in one dict: absolute_probe_mae, translation_cv, monotonicity."""
+    """The three probes in one dict: absolute_probe_mae, translation_cv, monotonicity.
+
+    Taught in learned positions, "Published probes, reproduced"."""
     table = _check_table(table, min_rows=5)
     return {
         "absolute_probe_mae": absolute_position_probe(table, folds=5, seed=seed),
-        "translation_cv": translation_invariance(table, max_offset),
-        "monotonicity": monotonicity(table, max_offset),
+        "translation_cv": _translation_invariance(table, max_offset),
+        "monotonicity": _monotonicity(table, max_offset),
     }
 
 
 def rotation_period(coords) -> float:
-    """Positions per full turn of a 2-D path around the origin, from the slope of its unwrapped angle."""
+    """Positions per full turn of a 2-D path around the origin, from the slope of its unwrapped angle.
+
+    Taught in learned positions, "Pictures of the rows"."""
     coords = coords.detach().cpu().double().numpy() if isinstance(coords, torch.Tensor) else np.asarray(coords, float)
     if coords.ndim != 2 or coords.shape[1] != 2 or coords.shape[0] < 3:
         raise ValueError(f"coords must have shape (positions, 2) with at least 3 rows, got {coords.shape}.")
@@ -166,7 +183,9 @@ def rotation_period(coords) -> float:
 
 
 def band_statistics(table: torch.Tensor, edges: tuple[int, ...] = (128, 256)) -> list[dict]:
-    """Per band of positions [a, b): rows, median row norm, mean cosine of neighbours (x, x + 1) inside the band."""
+    """Per band of positions [a, b): rows, median row norm, mean cosine of neighbours (x, x + 1) inside the band.
+
+    Taught in learned positions, "Training length leaves a mark"."""
     table = _check_table(table)
     positions = table.shape[0]
     bounds = [0, *[int(e) for e in edges if 0 < int(e) < positions], positions]
@@ -184,3 +203,104 @@ def band_statistics(table: torch.Tensor, edges: tuple[int, ...] = (128, 256)) ->
             "neighbour_cosine": float(neighbour[start:stop - 1].mean()) if stop - start > 1 else float("nan"),
         })
     return rows
+
+
+def _shade_bands(ax, edges, positions: int) -> None:
+    """Shade alternate bands of positions [0, e1), [e1, e2), ... and draw their edges."""
+    bounds = [0, *[e for e in edges if 0 < e < positions], positions]
+    for i, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        if i % 2:
+            ax.axvspan(start - 0.5, stop - 0.5, color=PART_COLOURS["other"], alpha=0.12, lw=0)
+    for edge in bounds[1:-1]:
+        ax.axvline(edge - 0.5, color="black", lw=0.8, ls="--")
+
+
+def position_band_profile(norms, neighbour_cosine, edges=(128, 256), title: str = ""):
+    """Two stacked panels along the positions: row norm (log scale) and cosine of each row with the next.
+
+    Taught in learned positions, "Training length leaves a mark"."""
+    norms, neighbour = _numpy(norms), _numpy(neighbour_cosine)  # (positions,), (positions - 1,)
+    positions = len(norms)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8.0, 4.6), sharex=True)
+    top.plot(np.arange(positions), norms, color=PART_COLOURS["position"], lw=1.0)
+    top.set(yscale="log", ylabel="row norm")
+    bottom.plot(np.arange(positions - 1), neighbour, color=PART_COLOURS["position"], lw=1.0)
+    bottom.set(ylabel="cos(row x, row x+1)", xlabel="position x", xlim=(-0.5, positions - 0.5))
+    for ax in (top, bottom):
+        _shade_bands(ax, edges, positions)
+    if title:
+        top.set_title(title)
+    return fig
+
+
+def offset_profiles(profiles: dict[str, object], title: str = "", ylabel: str = "mean cosine similarity"):
+    """Mean similarity of rows x and x + k against the offset k, one line per named profile.
+
+    Taught in learned positions, "Training length leaves a mark"."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    styles = ["-", "--", "-.", ":"]
+    for i, (name, profile) in enumerate(profiles.items()):
+        values = _numpy(profile)  # (max_offset + 1,)
+        ax.plot(np.arange(len(values)), values, styles[i % len(styles)], marker="o", ms=2.5, lw=1.2, label=name)
+    ax.axhline(0.0, color="black", lw=0.6)
+    ax.set(xlabel="offset k", ylabel=ylabel, title=title)
+    ax.legend(frameon=False, fontsize=8)
+    return fig
+
+
+def pca_trajectory(coords, explained, window: int = 48, title: str = ""):
+    """Left: positions in the plane of two principal components, the first `window` joined in order.
+    Right: both components against the position, for the first `window` positions.
+
+    Taught in learned positions, "Pictures of the rows"."""
+    coords, explained = _numpy(coords)[:, :2], _numpy(explained)  # (positions, 2), (2,)
+    positions = len(coords)
+    window = min(window, positions)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 4.0), width_ratios=(1.0, 1.25))
+    left.plot(coords[:window, 0], coords[:window, 1], color="black", lw=0.7, alpha=0.7, zorder=2)
+    points = left.scatter(coords[:, 0], coords[:, 1], c=np.arange(positions), cmap=SEQUENTIAL, s=9, zorder=3)
+    for index in (0, 1, 2):
+        if index < positions:
+            left.annotate(f"{index}", coords[index], textcoords="offset points", xytext=(5, 4), fontsize=8)
+    left.set(xlabel=f"PC 1 ({explained[0]:.1%} of variance)", ylabel=f"PC 2 ({explained[1]:.1%} of variance)",
+             title=f"all rows; positions 0..{window - 1} joined")
+    left.set_aspect("equal", adjustable="datalim")
+    fig.colorbar(points, ax=left, label="position", shrink=0.85)
+    steps = np.arange(window)
+    for column, style in ((0, "-o"), (1, "--s")):
+        right.plot(steps, coords[:window, column], style, ms=2.5, lw=1.0, label=f"PC {column + 1}",
+                   color=PART_COLOURS["position"] if column == 0 else PART_COLOURS["token"])
+    right.axhline(0.0, color="black", lw=0.6)
+    right.set(xlabel="position", ylabel="component value", title=f"positions 0..{window - 1}")
+    right.legend(frameon=False, fontsize=8)
+    if title:
+        fig.suptitle(title, fontweight="bold")
+    return fig
+
+
+def probe_scatter(predictions: dict[str, object], title: str = "", margin: float = 0.25):
+    """Predicted against true position, one panel per table, with the perfect-prediction diagonal.
+
+    The y axis spans the positions plus `margin` of their range on each side; points beyond it are drawn as
+    triangles on the border, and each panel says how many there are.
+
+    Taught in learned positions, "Published probes, reproduced"."""
+    fig, axes = plt.subplots(1, len(predictions), figsize=(3.2 * len(predictions) + 0.6, 3.3), squeeze=False,
+                             sharey=True)
+    for ax, (name, predicted) in zip(axes[0], predictions.items(), strict=True):
+        predicted = _numpy(predicted)  # (positions,)
+        truth = np.arange(len(predicted))
+        low, high = -margin * len(truth), (1 + margin) * len(truth)
+        inside = (predicted >= low) & (predicted <= high)
+        ax.plot(truth, truth, color="black", lw=0.8)
+        ax.scatter(truth[inside], predicted[inside], s=5, color=PART_COLOURS["position"], alpha=0.7)
+        for mask, edge, marker in ((predicted > high, high, "^"), (predicted < low, low, "v")):
+            ax.scatter(truth[mask], np.full(mask.sum(), edge), s=18, marker=marker, color=PART_COLOURS["segment"],
+                       clip_on=False, zorder=3)
+        outside = int((~inside).sum())
+        ax.set(title=f"{name} ({outside} off the scale)" if outside else name, xlabel="true position",
+               ylim=(low, high))
+    axes[0, 0].set_ylabel("predicted position")
+    if title:
+        fig.suptitle(title, fontweight="bold")
+    return fig

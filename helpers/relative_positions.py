@@ -1,12 +1,17 @@
-"""Relative position schemes: T5's bucketed attention bias (Raffel et al. 2020, section 2.1)."""
+"""Relative position schemes: T5's bucketed attention bias (Raffel et al. 2020, section 2.1), and its figure."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from torch import nn
 from transformers.models.t5.modeling_t5 import T5Attention
 
-__all__ = ["relative_offsets", "t5_buckets", "t5_bucket_matrix", "t5_bucket_ranges", "embedding_tables"]
+from helpers.plots import _numpy
+
+__all__ = ["relative_offsets", "t5_buckets", "t5_bucket_matrix", "t5_bucket_ranges", "embedding_tables",
+           "bucket_heatmaps"]
 
 
 def _check_length(name: str, value) -> None:
@@ -37,14 +42,18 @@ def _check_bucket_config(bidirectional: bool, num_buckets, max_distance) -> int:
 
 
 def relative_offsets(query_len: int, key_len: int) -> torch.Tensor:
-    """Offset key position - query position for every (query, key) pair, as T5's compute_bias; (query, key) long."""
+    """Offset key position - query position for every (query, key) pair, as T5's compute_bias; (query, key) long.
+
+    Taught in sinusoidal encodings, "What T5 really does"."""
     _check_length("query_len", query_len)
     _check_length("key_len", key_len)
     return torch.arange(key_len)[None, :] - torch.arange(query_len)[:, None]  # (query, key)
 
 
 def t5_buckets(offsets, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
-    """T5's bucket id for each offset (key - query), computed by transformers' T5Attention._relative_position_bucket."""
+    """T5's bucket id for each offset (key - query), computed by transformers' T5Attention._relative_position_bucket.
+
+    Taught in sinusoidal encodings, "What T5 really does"."""
     _check_bucket_config(bidirectional, num_buckets, max_distance)
     offsets = torch.as_tensor(offsets)
     if offsets.dtype.is_floating_point or offsets.dtype == torch.bool:
@@ -55,13 +64,17 @@ def t5_buckets(offsets, bidirectional: bool = True, num_buckets: int = 32, max_d
 
 def t5_bucket_matrix(query_len: int, key_len: int, bidirectional: bool = True, num_buckets: int = 32,
                      max_distance: int = 128) -> torch.Tensor:
-    """Bucket id of every (query, key) pair: the index into relative_attention_bias; shape (query_len, key_len)."""
+    """Bucket id of every (query, key) pair: the index into relative_attention_bias; shape (query_len, key_len).
+
+    Taught in sinusoidal encodings, "What T5 really does"."""
     return t5_buckets(relative_offsets(query_len, key_len), bidirectional, num_buckets, max_distance)
 
 
 def t5_bucket_ranges(max_offset: int, bidirectional: bool = True, num_buckets: int = 32,
                      max_distance: int = 128) -> list[tuple[int, int, int]]:
-    """(bucket, first offset, last offset) for every bucket hit by offsets -max_offset .. max_offset, by bucket id."""
+    """(bucket, first offset, last offset) for every bucket hit by offsets -max_offset .. max_offset, by bucket id.
+
+    Taught in sinusoidal encodings, "What T5 really does"."""
     _check_length("max_offset", max_offset)
     offsets = torch.arange(-max_offset, max_offset + 1)
     buckets = t5_buckets(offsets, bidirectional, num_buckets, max_distance)
@@ -73,10 +86,33 @@ def t5_bucket_ranges(max_offset: int, bidirectional: bool = True, num_buckets: i
 
 
 def embedding_tables(model: nn.Module) -> dict[str, tuple[int, ...]]:
-    """Every nn.Embedding in a model -> its weight shape, in module order; tied (shared) weights listed once."""
+    """Every nn.Embedding in a model -> its weight shape, in module order; tied (shared) weights listed once.
+
+    Taught in sinusoidal encodings, "What T5 really does"."""
     tables, seen = {}, set()
     for name, module in model.named_modules():
         if isinstance(module, nn.Embedding) and id(module.weight) not in seen:
             seen.add(id(module.weight))
             tables[name] = tuple(module.weight.shape)
     return tables
+
+
+def bucket_heatmaps(matrices: dict[str, object], num_buckets: int, max_distance: int | None = None):
+    """Draw (query, key) matrices of relative-position bucket ids; dashed lines mark |key - query| = max_distance.
+
+    Taught in sinusoidal encodings, "What T5 really does"."""
+    fig, axes = plt.subplots(1, len(matrices), figsize=(4.2 * len(matrices) + 0.8, 4.0), squeeze=False)
+    cmap = plt.get_cmap("turbo", num_buckets)  # neighbouring buckets get visibly different colours
+    for ax, (name, matrix) in zip(axes[0], matrices.items(), strict=True):
+        values = _numpy(matrix)
+        image = ax.imshow(values, cmap=cmap, vmin=-0.5, vmax=num_buckets - 0.5)
+        if max_distance is not None:
+            n_query, n_key = values.shape
+            for sign in (1, -1):
+                queries = np.arange(n_query)
+                keys = queries + sign * max_distance
+                inside = (keys >= 0) & (keys < n_key)
+                ax.plot(keys[inside], queries[inside], color="white", linestyle="--", linewidth=1)
+        ax.set(title=name, xlabel="key position", ylabel="query position")
+    fig.colorbar(image, ax=axes[0], shrink=0.85, label="bucket id")
+    return fig

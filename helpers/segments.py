@@ -11,12 +11,14 @@ from torch import nn
 
 from helpers.anatomy import check_embedding_inputs, embedding_parts
 
-__all__ = ["ShiftSurvival", "segment_pattern", "segment_rows", "segment_table_rows", "part_norms",
+__all__ = ["segment_pattern", "segment_rows", "segment_table_rows", "part_norms",
            "swap_segments", "segment_swap_change", "layernorm_shift_survival", "one_step_row_changes"]
 
 
 def segment_pattern(len_a: int, len_b: int | None = None) -> list[int]:
-    """BERT's token types for [CLS] A [SEP] (all 0) followed by B [SEP] (all 1), from the lengths of A and B."""
+    """BERT's token types for [CLS] A [SEP] (all 0) followed by B [SEP] (all 1), from the lengths of A and B.
+
+    Taught in segment embeddings, "Pairs"."""
     for name, length in (("len_a", len_a), ("len_b", len_b)):
         if length is not None and (not isinstance(length, int) or length < 0):
             raise ValueError(f"{name} must be a number of word pieces (an int >= 0), got {length!r}.")
@@ -27,13 +29,17 @@ def segment_pattern(len_a: int, len_b: int | None = None) -> list[int]:
 
 
 def segment_table_rows(embeddings: nn.Module) -> int:
-    """How many rows the layer's token-type (segment) table has; 0 when it has none (e.g. DistilBERT)."""
+    """How many rows the layer's token-type (segment) table has; 0 when it has none (e.g. DistilBERT).
+
+    Taught in segment embeddings, "Limits and relatives"."""
     table = getattr(embeddings, "token_type_embeddings", None)
     return 0 if table is None else table.num_embeddings
 
 
 def segment_rows(embeddings: nn.Module) -> torch.Tensor:
-    """A detached copy of the token-type table, (types, hidden); a clear error when the layer has none."""
+    """A detached copy of the token-type table, (types, hidden); a clear error when the layer has none.
+
+    Taught in segment embeddings, "The table"."""
     if segment_table_rows(embeddings) == 0:
         raise ValueError(f"{type(embeddings).__name__} has no token_type_embeddings: this model does not mark "
                          "sentence A and B with a learned row (DistilBERT, for one, dropped the table).")
@@ -41,7 +47,9 @@ def segment_rows(embeddings: nn.Module) -> torch.Tensor:
 
 
 def part_norms(embeddings: nn.Module, input_ids, token_type_ids=None) -> dict[str, torch.Tensor]:
-    """Per-token L2 norms of the token, segment and position parts of one sequence, each (seq,)."""
+    """Per-token L2 norms of the token, segment and position parts of one sequence, each (seq,).
+
+    Taught in segment embeddings, "How much it matters"."""
     input_ids, token_type_ids, _ = check_embedding_inputs(embeddings, input_ids, token_type_ids)
     if input_ids.shape[0] != 1:
         raise ValueError(f"part_norms takes one sequence, got a batch of {input_ids.shape[0]}: pass input_ids[i].")
@@ -51,7 +59,9 @@ def part_norms(embeddings: nn.Module, input_ids, token_type_ids=None) -> dict[st
 
 
 def swap_segments(token_type_ids, attention_mask=None) -> torch.Tensor:
-    """Swap sentence A (0) and sentence B (1); padding (attention_mask 0) keeps its type."""
+    """Swap sentence A (0) and sentence B (1); padding (attention_mask 0) keeps its type.
+
+    Taught in segment embeddings, "How much it matters"."""
     ids = torch.as_tensor(token_type_ids)
     if ids.dtype.is_floating_point or ids.dtype == torch.bool:
         raise TypeError(f"token_type_ids must be integer ids, got dtype {ids.dtype}.")
@@ -71,6 +81,8 @@ def segment_swap_change(embeddings: nn.Module, input_ids, token_type_ids) -> tor
     """Per-token relative change ||LN(swapped) - LN(original)|| / ||LN(original)|| of the layer's output, (batch, seq).
 
     Uses the output before dropout, so the answer is the same in train and eval mode.
+
+    Taught in segment embeddings, "How much it matters".
     """
     input_ids, token_type_ids, _ = check_embedding_inputs(embeddings, input_ids, token_type_ids)
     with torch.no_grad():
@@ -94,6 +106,8 @@ def layernorm_shift_survival(x: torch.Tensor, shift: torch.Tensor, eps: float = 
     """Measure what LayerNorm's normalisation N (no gamma, beta) keeps of a shift added to every token of x.
 
     x: (tokens, hidden) the vectors before LayerNorm without the shift; shift: (hidden,).
+
+    Taught in segment embeddings, "How much it matters".
     """
     x, shift = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(shift, dtype=torch.float32)
     if x.dim() != 2 or shift.dim() != 1 or x.shape[-1] != shift.shape[0]:
@@ -120,6 +134,8 @@ def one_step_row_changes(model: nn.Module, input_ids, token_type_ids=None, lr: f
 
     The toy loss is the mean square of the last hidden state. The copy stays in the model's mode (eval: no
     dropout), so the result is deterministic; the model passed in is never touched.
+
+    Taught in segment embeddings, "It is learned".
     """
     trainee = copy.deepcopy(model)
     input_ids, token_type_ids, _ = check_embedding_inputs(trainee.embeddings, input_ids, token_type_ids)

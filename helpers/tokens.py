@@ -1,61 +1,26 @@
-"""From text to token ids and context-free token vectors: token tables, WordPiece, nearest tokens, PCA."""
+"""From text to token ids and context-free token vectors: token tables, WordPiece, nearest tokens, PCA, figures."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from sklearn.decomposition import PCA
 from sklearn.metrics.pairwise import cosine_similarity
 from torch import nn
 
-__all__ = ["TextTable", "TokenRow", "TokenTable", "token_table", "WordPieceResult", "greedy_wordpiece",
-           "Neighbour", "nearest_tokens", "nearest_table", "single_token_id", "token_matrix", "row_norms",
-           "GroupProjection", "word_group_pca"]
+from helpers.plots import PART_COLOURS, _numpy
+from helpers.tables import ResultTable
+
+__all__ = ["token_table", "greedy_wordpiece", "nearest_tokens", "nearest_table", "single_token_id", "token_matrix",
+           "row_norms", "word_group_pca", "token_scatter", "norm_histogram"]
+
 
 # Tokenizers say "no limit" with this huge model_max_length (transformers' VERY_LARGE_INTEGER is 1e30).
 _NO_LIMIT = 10**9
-
-
-def _cell_markdown(value) -> str:
-    text = str(value)
-    if isinstance(value, str):
-        text = text.replace("|", "\\|")
-        return f"`` {text} ``" if "`" in text else f"`{text}`"
-    return text
-
-
-class TextTable:
-    """A small table that shows itself as aligned plain text (for nbval) and as Markdown (for the book)."""
-
-    def __init__(self, headers: Sequence[str], rows: Sequence[Sequence], code_columns: Sequence[str] = ()):
-        self.headers = list(headers)
-        self.rows = [list(row) for row in rows]
-        self.code_columns = set(code_columns)  # columns shown as `code` in Markdown
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __repr__(self) -> str:
-        cells = [self.headers] + [[str(v) for v in row] for row in self.rows]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(self.headers))]
-        lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
-
-    def to_markdown(self) -> str:
-        """The table as a Markdown (pipe) table."""
-        lines = ["| " + " | ".join(self.headers) + " |", "|" + "|".join("---" for _ in self.headers) + "|"]
-        for row in self.rows:
-            cells = [_cell_markdown(v) if h in self.code_columns else str(v).replace("|", "\\|")
-                     for h, v in zip(self.headers, row, strict=True)]
-            lines.append("| " + " | ".join(cells) + " |")
-        return "\n".join(lines)
-
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
 
 
 @dataclass(frozen=True)
@@ -73,7 +38,7 @@ class TokenRow:
     special: bool
 
 
-class TokenTable(TextTable):
+class TokenTable(ResultTable):
     """The rows of token_table(); iterate over it for TokenRow objects, print it for a readable table."""
 
     def __init__(self, token_rows: Sequence[TokenRow], truncated: bool = False):
@@ -81,7 +46,7 @@ class TokenTable(TextTable):
         self.truncated = truncated
         super().__init__(["position", "token", "id", "token type", "special"],
                          [[r.position, r.token, r.id, r.token_type, "yes" if r.special else ""]
-                          for r in self.token_rows], code_columns=["token"])
+                          for r in self.token_rows], code_columns=["token"], html=False)
 
     def __iter__(self):
         return iter(self.token_rows)
@@ -98,10 +63,6 @@ class TokenTable(TextTable):
     @property
     def ids(self) -> list[int]:
         return [r.id for r in self.token_rows]
-
-    @property
-    def token_types(self) -> list[int]:
-        return [r.token_type for r in self.token_rows]
 
 
 def _check_text(name: str, text) -> None:
@@ -128,6 +89,8 @@ def token_table(tokenizer, text: str, text_pair: str | None = None, *, max_posit
     The empty string gives the two rows [CLS] [SEP]. A text whose tokens do not fit in max_positions (default: the
     tokenizer's model_max_length, which for BERT is the size of the position table) raises ValueError, unless
     truncate=True, which keeps the first max_positions tokens the way tokenizer(..., truncation=True) does.
+
+    Taught in token embeddings, "Text to ids".
     """
     _check_text("text", text)
     if text_pair is not None:
@@ -167,6 +130,8 @@ def greedy_wordpiece(word: str, vocab: Mapping[str, int], prefix: str = "##", un
     """Split one normalised word the way BERT's WordPiece does: longest vocabulary match first, '##' after the start.
 
     If some remainder matches nothing, the whole word becomes [UNK] (Devlin et al. 2019; Wu et al. 2016).
+
+    Taught in token embeddings, "Why `Sinan` becomes `sin` + `##an`".
     """
     _check_text("word", word)
     if not word or any(ch.isspace() for ch in word):
@@ -201,7 +166,9 @@ def _word_table(model_or_table) -> torch.Tensor:
 
 
 def single_token_id(tokenizer, word: str) -> int:
-    """The id of a vocabulary entry ('##ing', '[SEP]') or of a word that WordPiece keeps as one known token."""
+    """The id of a vocabulary entry ('##ing', '[SEP]') or of a word that WordPiece keeps as one known token.
+
+    Taught in token embeddings, "Context-free vectors"."""
     _check_text("word", word)
     if not word.strip():
         raise ValueError("word is empty: give a word such as 'bank'.")
@@ -219,7 +186,9 @@ def single_token_id(tokenizer, word: str) -> int:
 
 
 def token_matrix(model, tokenizer, words: Sequence[str]) -> torch.Tensor:
-    """The token-embedding rows of single-token words, stacked: (len(words), hidden)."""
+    """The token-embedding rows of single-token words, stacked: (len(words), hidden).
+
+    Taught in token embeddings, "Geometry of the table"."""
     table = _word_table(model)
     ids = [single_token_id(tokenizer, w) for w in words]
     _check_ids_fit(ids, table, tokenizer)
@@ -250,6 +219,8 @@ def nearest_tokens(model, tokenizer, word: str, k: int = 5) -> list[Neighbour]:
     """The k tokens whose embedding rows have the highest cosine similarity with word's row (itself excluded).
 
     Ties are broken by the smaller id. Cosine similarity comes from scikit-learn.
+
+    Taught in token embeddings, "Geometry of the table".
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an int, got {type(k).__name__}.")
@@ -267,17 +238,21 @@ def nearest_tokens(model, tokenizer, word: str, k: int = 5) -> list[Neighbour]:
     return [Neighbour(t, int(i), float(similarity[i])) for t, i in zip(tokens, order, strict=True)]
 
 
-def nearest_table(model, tokenizer, words: Sequence[str], k: int = 5, digits: int = 2) -> TextTable:
-    """One row per word: its k nearest tokens with their cosine similarity, rounded for display."""
+def nearest_table(model, tokenizer, words: Sequence[str], k: int = 5, digits: int = 2) -> ResultTable:
+    """One row per word: its k nearest tokens with their cosine similarity, rounded for display.
+
+    Taught in token embeddings, "Geometry of the table"."""
     rows = []
     for word in words:
         near = nearest_tokens(model, tokenizer, word, k)
         rows.append([word] + [f"{n.token} ({n.cosine:.{digits}f})" for n in near])
-    return TextTable(["word"] + [f"#{i + 1}" for i in range(k)], rows)
+    return ResultTable(["word"] + [f"#{i + 1}" for i in range(k)], rows, html=False)
 
 
 def row_norms(model) -> torch.Tensor:
-    """The Euclidean norm of every row of the token-embedding table: (vocab,)."""
+    """The Euclidean norm of every row of the token-embedding table: (vocab,).
+
+    Taught in token embeddings, "Row norms, and the row of `[PAD]`"."""
     return torch.linalg.vector_norm(_word_table(model).detach(), dim=1)
 
 
@@ -292,7 +267,9 @@ class GroupProjection:
 
 
 def word_group_pca(model, tokenizer, groups: Mapping[str, Sequence[str]], n_components: int = 2) -> GroupProjection:
-    """Fit a PCA (scikit-learn) on the token rows of all words in the groups and project them."""
+    """Fit a PCA (scikit-learn) on the token rows of all words in the groups and project them.
+
+    Taught in token embeddings, "Geometry of the table"."""
     if not groups or not all(groups.values()):
         raise ValueError("groups must map each group name to a non-empty list of words.")
     words = [w for ws in groups.values() for w in ws]
@@ -303,3 +280,82 @@ def word_group_pca(model, tokenizer, groups: Mapping[str, Sequence[str]], n_comp
     pca = PCA(n_components=n_components, svd_solver="full")
     coords = pca.fit_transform(vectors)  # (words, n_components)
     return GroupProjection(coords, words, labels, pca.explained_variance_ratio_)
+
+
+def _token_label_boxes(points: np.ndarray, words, width_pt: float, height_pt: float):
+    """Pick, for each point, a label offset (in points) whose text box overlaps other labels and points least."""
+    lo, span = points.min(axis=0), np.ptp(points, axis=0) + 1e-12
+    xy = (points - lo) / span * np.array([width_pt, height_pt])  # point positions, in typographic points
+    char_w, text_h, gap = 4.6, 9.0, 3.5  # 8 pt font: average character width and line height
+    markers = [(x - 3, y - 3, x + 3, y + 3) for x, y in xy]
+    placed: list[tuple] = []
+    choices = []
+    for (x, y), word in zip(xy, words, strict=True):
+        w = char_w * len(word)
+        candidates = [(gap, gap, "left", "bottom"), (gap, -gap, "left", "top"), (-gap, gap, "right", "bottom"),
+                      (-gap, -gap, "right", "top"), (0, gap + 1, "center", "bottom"), (0, -gap - 1, "center", "top"),
+                      (gap + 1, 0, "left", "center"), (-gap - 1, 0, "right", "center")]
+
+        def box(candidate, x=x, y=y, w=w):
+            dx, dy, ha, va = candidate
+            x0 = x + dx - (w if ha == "right" else w / 2 if ha == "center" else 0)
+            y0 = y + dy - (text_h if va == "top" else text_h / 2 if va == "center" else 0)
+            return (x0, y0, x0 + w, y0 + text_h)
+
+        def overlap(a, b):
+            return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+        def cost(item):
+            rank, candidate = item
+            b = box(candidate)
+            return sum(overlap(b, o) for o in placed + markers) + 0.5 * rank
+
+        _, best = min(enumerate(candidates), key=cost)
+        placed.append(box(best))
+        choices.append(best)
+    return choices
+
+
+def token_scatter(coords, words, groups, title: str = "", explained=None):
+    """Scatter 2-D token coordinates (e.g. PCA), one colour per group, every point labelled with its word.
+
+    Taught in token embeddings, "Geometry of the table"."""
+    points = _numpy(coords)  # (words, 2)
+    fig, ax = plt.subplots(figsize=(8.0, 5.6))
+    names = list(dict.fromkeys(groups))
+    colours = plt.get_cmap("tab10")
+    for index, name in enumerate(names):
+        mask = np.array([g == name for g in groups])
+        ax.scatter(points[mask, 0], points[mask, 1], s=28, color=colours(index), label=name)
+    offsets = _token_label_boxes(points, words, width_pt=0.85 * 8.0 * 72, height_pt=0.8 * 5.6 * 72)
+    for point, word, group, (dx, dy, ha, va) in zip(points, words, groups, offsets, strict=True):
+        ax.annotate(word, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, ha=ha, va=va,
+                    color=colours(names.index(group)))
+    if explained is not None:
+        share = _numpy(explained)
+        ax.set_xlabel(f"component 1 ({share[0]:.0%} of the variance)")
+        ax.set_ylabel(f"component 2 ({share[1]:.0%} of the variance)")
+    else:
+        ax.set(xlabel="component 1", ylabel="component 2")
+    ax.axhline(0, color="0.85", lw=0.8, zorder=0)
+    ax.axvline(0, color="0.85", lw=0.8, zorder=0)
+    ax.legend(frameon=False, loc="best")
+    ax.set_title(title)
+    return fig
+
+
+def norm_histogram(norms, marked: dict[str, float] | None = None, title: str = "", bins: int = 80,
+                   xlabel: str = "row norm"):
+    """Histogram of row norms, with a labelled vertical line for each marked value (e.g. special tokens).
+
+    Taught in token embeddings, "Row norms, and the row of `[PAD]`"."""
+    values = _numpy(norms).reshape(-1)
+    fig, ax = plt.subplots(figsize=(8.0, 3.6))
+    ax.hist(values, bins=bins, color=PART_COLOURS["token"], alpha=0.75)
+    ax.set(xlabel=xlabel, ylabel="number of rows", title=title)
+    top = ax.get_ylim()[1]
+    for index, (name, value) in enumerate(sorted((marked or {}).items(), key=lambda item: item[1])):
+        ax.axvline(value, color="#d62728", lw=1.2, ls="--")
+        ax.text(value, top * (0.95 - 0.11 * (index % 5)), f" {name}", color="#d62728", fontsize=8,
+                ha="left", va="top", family="monospace")
+    return fig

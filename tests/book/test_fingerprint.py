@@ -117,8 +117,9 @@ def test_a_changed_helper_reaches_the_html(tmp_path):
     root = project(tmp_path, 1)
     (root / "_config.yml").write_text("title: t\nexecute:\n  execute_notebooks: cache\n")
     (root / "_toc.yml").write_text("format: jb-book\nroot: page\n")
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Page"),
-                                               nbformat.v4.new_code_cell("import helpers\nprint('value', helpers.VALUE)")])
+    code = "import helpers\nprint('value', helpers.VALUE)"
+    cells = [nbformat.v4.new_markdown_cell("# Page"), nbformat.v4.new_code_cell(code)]
+    notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, root / "page.ipynb")
     assert fp.main(["--root", str(root)]) == 0

@@ -22,9 +22,7 @@ from helpers import (
     check_embedding_inputs,
     cosine_similarity_matrix,
     diagonal_profile,
-    diagonal_values,
     dot_product_matrix,
-    monotonicity,
     offset_profiles,
     pca_trajectory,
     position_band_profile,
@@ -32,9 +30,8 @@ from helpers import (
     probe_scatter,
     rotation_period,
     sinusoidal_table,
-    translation_cv,
-    translation_invariance,
 )
+from helpers.positions import _diagonal_values, _monotonicity, _translation_cv, _translation_invariance
 
 matplotlib.use("Agg")
 
@@ -82,7 +79,7 @@ def test_dot_product_matrix_matches_elementwise_sum(tiny_bert):
 
 def test_diagonal_values_match_torch_diagonal():
     matrix = torch.arange(49.0).reshape(7, 7)
-    values = diagonal_values(matrix, 4)
+    values = _diagonal_values(matrix, 4)
     assert values.shape == (7, 5)
     for k in range(5):
         torch.testing.assert_close(values[: 7 - k, k], torch.diagonal(matrix, k).double())
@@ -105,22 +102,22 @@ def test_sinusoid_diagonals_follow_closed_form(positions, d_model):
     sinusoid = sinusoidal_table(positions, d_model)
     profile = diagonal_profile(dot_product_matrix(sinusoid), 20)
     torch.testing.assert_close(profile, sinusoid_offset_dot(20, d_model), rtol=1e-5, atol=1e-4)
-    assert translation_invariance(sinusoid) < 1e-6  # exact up to float32 rounding of the table
+    assert _translation_invariance(sinusoid) < 1e-6  # exact up to float32 rounding of the table
 
 
 def test_translation_cv_matches_numpy(any_bert):
     rows = position_rows(any_bert)
     gram = rows.double().numpy() @ rows.double().numpy().T
     expected = [np.std(np.diagonal(gram, k)) / abs(np.mean(np.diagonal(gram, k))) for k in range(1, 11)]
-    np.testing.assert_allclose(translation_cv(rows, 10).numpy(), expected, rtol=1e-9)
-    assert translation_invariance(rows, 10) == pytest.approx(np.mean(expected), rel=1e-9)
+    np.testing.assert_allclose(_translation_cv(rows, 10).numpy(), expected, rtol=1e-9)
+    assert _translation_invariance(rows, 10) == pytest.approx(np.mean(expected), rel=1e-9)
 
 
 def test_translation_cv_is_large_for_random_rows():
-    assert translation_invariance(random_rows(256, 64)) > 1.0  # mean dot product near 0, spread not
+    assert _translation_invariance(random_rows(256, 64)) > 1.0  # mean dot product near 0, spread not
 
 
-# --- monotonicity ----------------------------------------------------------------------------------------------
+# --- _monotonicity ----------------------------------------------------------------------------------------------
 
 
 def brute_force_monotonicity(table: torch.Tensor, max_offset: int) -> float:
@@ -140,18 +137,18 @@ def test_sinusoid_monotonicity_matches_closed_form(positions, d_model):
     weights = torch.tensor([positions - k - 1 for k in range(1, 21)], dtype=torch.float64)
     decreasing = (f[1:21] > f[2:22]).double()
     expected = float((weights * decreasing).sum() / weights.sum())
-    assert monotonicity(sinusoidal_table(positions, d_model)) == pytest.approx(expected)
+    assert _monotonicity(sinusoidal_table(positions, d_model)) == pytest.approx(expected)
     if d_model >= 384:
         assert expected == 1.0  # BERT-sized sinusoids fall at every step up to offset 21
 
 
 def test_monotonicity_matches_brute_force(tiny_bert):
     rows = position_rows(tiny_bert)[:30]
-    assert monotonicity(rows, 5) == pytest.approx(brute_force_monotonicity(rows, 5))
+    assert _monotonicity(rows, 5) == pytest.approx(brute_force_monotonicity(rows, 5))
 
 
 def test_monotonicity_of_random_rows_is_a_coin_toss():
-    assert 0.45 < monotonicity(random_rows(512, 384)) < 0.55
+    assert 0.45 < _monotonicity(random_rows(512, 384)) < 0.55
 
 
 # --- absolute-position probe ----------------------------------------------------------------------------------
@@ -206,8 +203,8 @@ def test_position_probes_keys_and_building_blocks(tiny_bert):
     assert list(result) == ["absolute_probe_mae", "translation_cv", "monotonicity"]
     assert all(isinstance(v, float) for v in result.values())
     assert result["absolute_probe_mae"] == absolute_position_probe(rows, seed=2)
-    assert result["translation_cv"] == translation_invariance(rows, 7)
-    assert result["monotonicity"] == monotonicity(rows, 7)
+    assert result["translation_cv"] == _translation_invariance(rows, 7)
+    assert result["monotonicity"] == _monotonicity(rows, 7)
 
 
 # --- bands, rotation, table ---------------------------------------------------------------------------------------
@@ -242,8 +239,8 @@ def test_rotation_period_of_a_sine_cosine_pair(period):
 # --- bad input -------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("function", [cosine_similarity_matrix, dot_product_matrix, translation_invariance,
-                                      monotonicity, absolute_position_probe, position_probes, band_statistics])
+@pytest.mark.parametrize("function", [cosine_similarity_matrix, dot_product_matrix, _translation_invariance,
+                                      _monotonicity, absolute_position_probe, position_probes, band_statistics])
 def test_bad_tables_get_clear_errors(function):
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
         function(np.zeros((10, 4)))
@@ -260,15 +257,15 @@ def test_bad_tables_get_clear_errors(function):
 def test_bad_offsets_and_folds_get_clear_errors():
     rows = random_rows(10, 4)
     with pytest.raises(ValueError, match="max_offset must be a positive integer"):
-        translation_invariance(rows, 0)
+        _translation_invariance(rows, 0)
     with pytest.raises(ValueError, match="too large for a table of 10 rows"):
-        monotonicity(rows, 9)  # needs offset 10
+        _monotonicity(rows, 9)  # needs offset 10
     with pytest.raises(ValueError, match="too large"):
         position_probes(rows, max_offset=20)
     with pytest.raises(ValueError, match="folds must be an integer of at least 2"):
         absolute_position_predictions(rows, folds=1)
     with pytest.raises(ValueError, match="square 2-D tensor"):
-        diagonal_values(torch.zeros(3, 4), 1)
+        _diagonal_values(torch.zeros(3, 4), 1)
     with pytest.raises(ValueError, match="need 0 <= start < stop"):
         diagonal_profile(torch.zeros(5, 5), 1, start=4, stop=2)
     with pytest.raises(ValueError, match="edges must increase strictly"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -14,7 +13,6 @@ from transformers.models.roberta.modeling_roberta import RobertaEmbeddings
 
 from helpers import (
     check_embedding_inputs,
-    grouped_token_bars,
     layernorm_shift_survival,
     one_step_row_changes,
     part_norms,
@@ -300,18 +298,3 @@ def test_check_embedding_inputs_gives_the_clear_errors(any_bert):
         check_embedding_inputs(embeddings, ids, types[:, :-1])
     with pytest.raises(ValueError, match="holds -1"):
         check_embedding_inputs(embeddings, ids, torch.full_like(ids, -1))
-
-
-# --- the plot ------------------------------------------------------------------------------------------------------
-
-def test_grouped_token_bars_draws_one_bar_per_token_and_series():
-    tokens = ["[CLS]", "a", "[SEP]", "b", "[SEP]"]
-    values = {"token": torch.rand(5), "segment": np.ones(5), "position": [1, 2, 3, 4, 5]}
-    fig = grouped_token_bars(tokens, values, title="t", split_at=3)
-    ax = fig.axes[0]
-    assert len(ax.patches) == 15
-    assert [t.get_text() for t in ax.get_xticklabels()] == tokens
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(values)
-    plt.close(fig)
-    with pytest.raises(ValueError, match="4 values for 5 tokens"):
-        grouped_token_bars(tokens, {"token": torch.rand(4)})

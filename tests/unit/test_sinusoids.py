@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import scipy.linalg
 import torch
 from transformers import DistilBertConfig, DistilBertModel
 from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings as distilbert_sinusoids
@@ -15,13 +17,16 @@ from transformers.models.xlm.modeling_xlm import create_sinusoidal_embeddings as
 
 from helpers import (
     halves_permutation,
-    inverse_frequencies,
     offset_dot_product,
+    offset_residual,
+    rotary_scores,
     rotation_matrix,
+    score_heatmaps,
     sinusoidal_table,
     to_halves_layout,
     wavelengths,
 )
+from helpers.sinusoids import _inverse_frequencies
 
 SIZES = [(300, 512), (64, 32), (17, 2), (129, 384)]
 
@@ -108,9 +113,9 @@ def test_fsmt_is_not_a_permutation_but_a_different_base(d_model):
 def test_inverse_frequencies_match_xlm_exponent_and_source_div_term(d_model):
     xlm_style = torch.tensor([1 / np.power(10000, 2 * (j // 2) / d_model) for j in range(0, d_model, 2)],
                              dtype=torch.float64)
-    torch.testing.assert_close(inverse_frequencies(d_model), xlm_style)
+    torch.testing.assert_close(_inverse_frequencies(d_model), xlm_style)
     div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
-    torch.testing.assert_close(inverse_frequencies(d_model), div_term)
+    torch.testing.assert_close(_inverse_frequencies(d_model), div_term)
 
 
 @pytest.mark.parametrize(("d_model", "base"), [(512, 10000.0), (384, 10000.0), (16, 100.0)])
@@ -192,7 +197,7 @@ def test_bad_base(base):
 @pytest.mark.parametrize("base", ["10000", None, True])
 def test_base_of_wrong_type(base):
     with pytest.raises(TypeError, match="base must be a real number"):
-        inverse_frequencies(8, base=base)
+        _inverse_frequencies(8, base=base)
 
 
 @pytest.mark.parametrize("offset", [1.5, "3", None, True])
@@ -208,3 +213,59 @@ def test_to_halves_layout_needs_a_2d_table():
         to_halves_layout(torch.zeros(8))
     with pytest.raises(ValueError, match="d_model must be a positive even integer"):
         to_halves_layout(torch.zeros(4, 5))
+
+
+# --- rotary scores: the same rotations applied to queries and keys (RoPE) ---------------------------------------
+
+
+def test_rotary_scores_depend_only_on_offset():
+    torch.manual_seed(0)
+    d, n = 16, 20
+    q, k = torch.randn(d), torch.randn(d)
+    perm = halves_permutation(d)  # Llama rotates dimension i with i + d/2: the halves layout
+    scores = rotary_scores(q[perm], k[perm], n)
+    for m in range(n):
+        for p in range(n):
+            reference = q.double() @ (rotation_matrix(m - p, d, dtype=torch.float64) @ k.double())
+            torch.testing.assert_close(scores[m, p], reference, atol=1e-4, rtol=1e-4)
+    for offset in range(-(n - 1), n):
+        diagonal = torch.diagonal(scores, offset)
+        torch.testing.assert_close(diagonal, diagonal[:1].expand_as(diagonal), atol=1e-4, rtol=1e-4)
+    # Both are float32 sums of d products: they may differ by d roundings of the largest partial sum.
+    tolerance = d * torch.finfo(torch.float32).eps * float(q.abs() @ k.abs())
+    torch.testing.assert_close(scores[0, 0], (q @ k).double(), rtol=0, atol=tolerance)
+
+
+def test_rotary_scores_bad_input():
+    with pytest.raises(ValueError, match="even length"):
+        rotary_scores(torch.randn(5), torch.randn(5), 4)
+    with pytest.raises(ValueError, match="even length"):
+        rotary_scores(torch.randn(4), torch.randn(6), 4)
+
+
+def test_offset_residual_against_toeplitz():
+    torch.manual_seed(0)
+    column, row = torch.randn(7, dtype=torch.float64), torch.randn(7, dtype=torch.float64)
+    row[0] = column[0]
+    toeplitz = torch.from_numpy(scipy.linalg.toeplitz(column.numpy(), row.numpy()))  # constant diagonals
+    torch.testing.assert_close(offset_residual(toeplitz), torch.zeros(7, 7, dtype=torch.float64))
+    a, b = torch.randn(7, dtype=torch.float64), torch.randn(7, dtype=torch.float64)
+    plaid = a[:, None] + b[None, :]  # depends on both positions, not only on the offset
+    residual = offset_residual(toeplitz + plaid)
+    for offset in range(-6, 7):  # every diagonal of the residual has mean 0 ...
+        assert abs(float(torch.diagonal(residual, offset).mean())) < 1e-12
+    for i, j in ((0, 0), (2, 5), (6, 1)):  # ... and equals the plaid minus its own diagonal mean
+        diagonal = torch.diagonal(plaid, j - i)
+        torch.testing.assert_close(residual[i, j], plaid[i, j] - diagonal.mean())
+    with pytest.raises(ValueError, match="square 2-D tensor"):
+        offset_residual(torch.zeros(3, 4))
+
+
+def test_score_heatmaps_share_a_scale_per_row():
+    figure = score_heatmaps({"score": {"a": torch.eye(4), "b": -2 * torch.eye(4)}, "residual": {"a": torch.ones(4, 4)}})
+    images = [ax.images[0] for ax in figure.axes if ax.images]
+    assert len(images) == 3
+    assert images[0].get_clim() == images[1].get_clim() == (-2.0, 2.0)
+    own = score_heatmaps({"score": {"a": torch.eye(4), "b": -2 * torch.eye(4)}}, own_scale=("score",))
+    assert [ax.images[0].get_clim() for ax in own.axes if ax.images] == [(-1.0, 1.0), (-2.0, 2.0)]
+    plt.close("all")

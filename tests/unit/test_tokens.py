@@ -10,7 +10,6 @@ from tokenizers.models import WordPiece
 from transformers import BertTokenizer
 
 from helpers import (
-    TokenTable,
     greedy_wordpiece,
     nearest_table,
     nearest_tokens,
@@ -20,6 +19,7 @@ from helpers import (
     token_table,
     word_group_pca,
 )
+from helpers.tokens import TokenTable
 
 # The source notebooks' sentences and the bert-base-uncased ids they printed (FACTS.md).
 SOURCE_IDS = {
@@ -56,7 +56,7 @@ def test_token_table_matches_the_tokenizer(tokenizer, text):
     table = token_table(tokenizer, text)
     assert table.ids == encoding["input_ids"]
     assert table.tokens == tokenizer.convert_ids_to_tokens(encoding["input_ids"])
-    assert table.token_types == encoding["token_type_ids"]
+    assert [row.token_type for row in table] == encoding["token_type_ids"]
     assert [row.position for row in table] == list(range(len(encoding["input_ids"])))
     assert [row.special for row in table] == [i in tokenizer.all_special_ids for i in encoding["input_ids"]]
 
@@ -69,8 +69,9 @@ def test_token_table_source_ids(tokenizer):
 def test_token_table_pair_types(tokenizer):
     encoding = tokenizer("I am Sinan", "She is Zoe")
     table = token_table(tokenizer, "I am Sinan", "She is Zoe")
-    assert table.ids == encoding["input_ids"] and table.token_types == encoding["token_type_ids"]
-    assert table.tokens.count(tokenizer.sep_token) == 2 and set(table.token_types) == {0, 1}
+    types = [row.token_type for row in table]
+    assert table.ids == encoding["input_ids"] and types == encoding["token_type_ids"]
+    assert table.tokens.count(tokenizer.sep_token) == 2 and set(types) == {0, 1}
 
 
 def test_token_table_tiny_tokenizer(tiny_tokenizer, tiny_bert):

@@ -1,4 +1,5 @@
-"""`python -m tools.book.execute`: execute the changed notebooks into Jupyter Book's cache, one per core; `jupyter-book build` then renders them."""
+"""`python -m tools.book.execute`: run the changed notebooks into Jupyter Book's cache, one per core; then
+`jupyter-book build` renders them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from jupyter_cache import get_cache
 from jupyter_cache.executors import load_executor
 
 from tools.book.toc import ROOT, toc_notebooks
-
 
 
 def main() -> None:

@@ -1,0 +1,200 @@
+"""What any transformers model's input layer holds, and where position information and the norms enter: read from
+its modules, and from one forward pass with hooks (the families are in families.py)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+import transformers
+from torch import nn
+
+__all__ = ["input_layer_summary", "block_norm_placement", "first_block_input", "position_reaches_input"]
+
+
+def _is_norm(module: nn.Module) -> bool:
+    return type(module).__name__.endswith("Norm")  # LayerNorm, T5LayerNorm, LlamaRMSNorm, ...
+
+
+def _is_linear(module: nn.Module) -> bool:
+    return type(module).__name__ in ("Linear", "Conv1D")  # GPT-2's projections are transformers' Conv1D
+
+
+def _count(modules) -> int:
+    seen, total = set(), 0
+    for module in modules:
+        for parameter in module.parameters():
+            if id(parameter) not in seen:
+                seen.add(id(parameter))
+                total += parameter.numel()
+    return total
+
+
+def _trainable(modules) -> int:
+    seen, total = set(), 0
+    for module in modules:
+        for parameter in module.parameters():
+            if id(parameter) not in seen and parameter.requires_grad:
+                seen.add(id(parameter))
+                total += parameter.numel()
+    return total
+
+
+@dataclass
+class InputLayerSummary:
+    """What a model's input layer holds, found by module attributes; shapes are (rows, width)."""
+
+    token: tuple[int, int]
+    segment: tuple[int, int] | None
+    position: tuple[int, int] | None  # a table whose rows are added to the input
+    position_enters: str  # "added to the input", "bias on attention logits" or "rotates queries and keys"
+    position_modules: dict[str, tuple[int, ...]]  # every module carrying position information -> weight shape
+    position_parameters: int  # trainable parameters that carry position information
+    projection: tuple[int, int] | None  # (in, out) of a Linear from the embedding width to the hidden width
+    embedding_norm: str | None  # class name of the norm applied to the summed embeddings
+    input_parameters: int  # token, segment and position tables, embedding norm and projection
+    parts: dict[str, int]  # parameters per part of the input layer: token, segment, position, norm, projection
+    total_parameters: int
+
+
+def input_layer_summary(model: nn.Module) -> InputLayerSummary:
+    """Describe a transformers model's input layer from its modules (works on the meta device).
+
+    Taught in one layer, many families, "The comparison table"."""
+    if not isinstance(model, transformers.PreTrainedModel):
+        raise TypeError(
+            f"expected a transformers model (PreTrainedModel), got {type(model).__name__}. "
+            "Build one with build_family(name) or load one with load_bert()."
+        )
+    token = model.get_input_embeddings()
+    segment = position = projection = norm = None
+    position_modules: dict[str, tuple[int, ...]] = {}
+    enters = set()
+    carriers = []
+    for name, module in model.named_modules():
+        last = name.rsplit(".", 1)[-1]
+        kind = type(module).__name__
+        if isinstance(module, nn.Embedding) and "token_type" in last:
+            segment = module
+        elif isinstance(module, nn.Embedding) and last in ("position_embeddings", "wpe"):
+            position = module
+            position_modules[name] = tuple(module.weight.shape)
+            enters.add("added to the input")
+            carriers.append(module)
+        elif last == "relative_attention_bias":
+            position_modules[name] = tuple(module.weight.shape)
+            enters.add("bias on attention logits")
+            carriers.append(module)
+        elif "Rotary" in kind or kind == "RoFormerSinusoidalPositionalEmbedding":
+            position_modules[name] = tuple(module.weight.shape) if hasattr(module, "weight") else ()
+            enters.add("rotates queries and keys")
+            carriers.append(module)
+        elif _is_linear(module) and last in ("embeddings_project", "embedding_hidden_mapping_in"):
+            projection = module
+        elif _is_norm(module) and "embeddings" in name.split("."):
+            norm = module
+    if len(enters) != 1:
+        raise ValueError(f"{type(model).__name__}: expected one way for positions to enter, found {sorted(enters)}.")
+    modules = {"token": token, "segment": segment, "position": position, "norm": norm, "projection": projection}
+    parts = [m for m in modules.values() if m is not None]
+    return InputLayerSummary(
+        token=tuple(token.weight.shape),
+        segment=tuple(segment.weight.shape) if segment is not None else None,
+        position=tuple(position.weight.shape) if position is not None else None,
+        position_enters=enters.pop(),
+        position_modules=position_modules,
+        position_parameters=_trainable(carriers),
+        projection=(projection.weight.shape[1], projection.weight.shape[0]) if projection is not None else None,
+        embedding_norm=type(norm).__name__ if norm is not None else None,
+        input_parameters=_count(parts),
+        parts={role: _count([module]) if module is not None else 0 for role, module in modules.items()},
+        total_parameters=_count([model]),
+    )
+
+
+def _example_inputs(model: nn.Module, input_ids: torch.Tensor) -> dict:
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    if getattr(model.config, "is_encoder_decoder", False):
+        inputs["decoder_input_ids"] = input_ids
+    return inputs
+
+
+def _check_runnable(model: nn.Module) -> None:
+    parameter = next(model.parameters())
+    if parameter.is_meta:
+        raise ValueError(
+            "this model lives on the meta device (shapes without values) and cannot run a forward pass; "
+            "build a tiny one with build_family(name, tiny=True)."
+        )
+
+
+def _block_prefix(name: str) -> str | None:
+    """'encoder.layer.0.attention.self.query' -> 'encoder.layer.0': the path up to the first layer index."""
+    match = re.match(r"^(.*?\.\d+)(\.|$)", name)
+    return match.group(1) if match else None
+
+
+def _call_order(model: nn.Module, input_ids: torch.Tensor) -> list[str]:
+    order: list[str] = []
+    hooks = [
+        module.register_forward_pre_hook(lambda _m, _a, name=name: order.append(name))
+        for name, module in model.named_modules()
+        if _is_linear(module) or _is_norm(module)
+    ]
+    try:
+        with torch.no_grad():
+            model(**_example_inputs(model, input_ids))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return order
+
+
+def block_norm_placement(model: nn.Module) -> str:
+    """'post-norm' or 'pre-norm' (+ ', final norm'): whether the first block normalises before its first projection.
+
+    Found by running the model once with hooks that record the order in which Linear and norm modules are called.
+
+    Taught in one layer, many families, "The comparison table".
+    """
+    _check_runnable(model)
+    order = _call_order(model, torch.arange(4)[None, :] % model.config.vocab_size)
+    named = dict(model.named_modules())
+    first = next(name for name in order if _is_linear(named[name]) and _block_prefix(name))
+    block = _block_prefix(first)
+    before = order[: order.index(first)]
+    pre = any(_is_norm(named[name]) and name.startswith(block + ".") for name in before)
+    kind = sorted({type(named[name]).__name__ for name in order if _is_norm(named[name]) and _block_prefix(name)})
+    last_block_call = max(i for i, name in enumerate(order) if _block_prefix(name))
+    final = any(_is_norm(named[name]) and not _block_prefix(name) for name in order[last_block_call + 1:])
+    return f"{'pre' if pre else 'post'}-norm ({', '.join(kind)})" + (", final norm" if final else "")
+
+
+def first_block_input(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    """The hidden states the first block receives (its first argument); shape (batch, seq, hidden).
+
+    Taught in one layer, many families, "The comparison table"."""
+    _check_runnable(model)
+    named = dict(model.named_modules())
+    first = next(name for name in _call_order(model, input_ids) if _is_linear(named[name]) and _block_prefix(name))
+    captured = []
+
+    def grab(_module, args, kwargs):
+        captured.append(args[0] if args else kwargs["hidden_states"])
+
+    hook = named[_block_prefix(first)].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model(**_example_inputs(model, input_ids))
+    finally:
+        hook.remove()
+    return captured[0]
+
+
+def position_reaches_input(model: nn.Module, token_id: int = 5, length: int = 6) -> bool:
+    """True when the first block's input differs between positions for one token repeated `length` times.
+
+    Taught in one layer, many families, "The comparison table"."""
+    states = first_block_input(model, torch.full((1, length), token_id))[0]  # (length, hidden)
+    return not torch.allclose(states, states[:1].expand_as(states), atol=1e-6, rtol=0.0)

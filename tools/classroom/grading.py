@@ -1,0 +1,151 @@
+"""Grading with nbgrader: submissions checked for damage it would turn into a silent zero, autograded, scores read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from tools.classroom.course import COURSE_ID, run_nbgrader
+from tools.classroom.schema import Chapter, ExerciseError
+
+
+def fill_answers(student: nbformat.NotebookNode, chapter: Chapter, answers: dict[str, str | None]) -> \
+        nbformat.NotebookNode:
+    """Put code into a student notebook's answer cells, as a student would (exercise id -> code after the starter)."""
+    # A value None leaves the cell as handed out; the key "<id>-written" sets the text of a hand-graded answer.
+    by_id = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell for cell in student.cells}
+    exercises = {exercise.id: exercise for exercise in chapter.exercises}
+    for key, code in answers.items():
+        if code is None:
+            continue
+        if key.endswith("-written"):
+            by_id[key].source = code
+            continue
+        if key not in exercises:
+            raise ExerciseError(f"{chapter.name}: no exercise {key!r}; ids: {sorted(exercises)}")
+        by_id[exercises[key].answer_id].source = exercises[key].answer_source(code)
+    return student
+
+
+def _source_cells(course_dir: Path, chapter_name: str) -> dict[str, dict]:
+    path = course_dir / "source" / chapter_name / f"{chapter_name}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    return {cell.metadata["nbgrader"]["grade_id"]: cell.metadata["nbgrader"] for cell in notebook.cells
+            if "nbgrader" in cell.metadata}
+
+
+def check_submission(course_dir: Path | str, chapter_name: str, student_id: str) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for one submission; an error means nbgrader would fail or give an unearned zero."""
+    course_dir = Path(course_dir)
+    folder = course_dir / "submitted" / student_id / chapter_name
+    expected = folder / f"{chapter_name}.ipynb"
+    where = f"submitted/{student_id}/{chapter_name}"
+    if not expected.exists():
+        others = sorted(p.name for p in folder.glob("*.ipynb"))
+        if others:
+            return [f"{where}: expected {expected.name}, found {', '.join(others)}. nbgrader grades notebooks by "
+                    f"file name and would give 0 points: rename the file to {expected.name}"], []
+        return [f"{where}: no notebook {expected.name} (the folder holds no .ipynb file)"], []
+    try:
+        notebook = nbformat.read(expected, as_version=4)
+    except Exception as error:  # nbformat raises NotJSONError, JSONDecodeError, or validation errors
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return [f"{where}/{expected.name}: not a readable notebook ({type(error).__name__}: {first[:200]}). "
+                "The file is damaged (edited by hand or cut short): ask for a fresh copy saved from Jupyter"], []
+    source = _source_cells(course_dir, chapter_name)
+    present = {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in notebook.cells}
+    errors, warnings = [], []
+    for grade_id, meta in source.items():
+        if grade_id in present:
+            continue
+        if meta.get("grade") and not meta.get("solution"):
+            warnings.append(f"{where}: test cell {grade_id!r} was deleted; nbgrader puts it back from the source "
+                            "version and grades it (OverwriteCells.add_missing_cells)")
+        elif meta.get("solution"):
+            errors.append(f"{where}: answer cell {grade_id!r} was deleted; nbgrader cannot grade its exercise. Copy "
+                          "the cell back from the released notebook (with the student's answer, if any) and grade "
+                          "again")
+        elif grade_id == "setup":
+            errors.append(f"{where}: the read-only setup cell was deleted; every check after it would fail. Copy it "
+                          "back from the released notebook and grade again")
+    return errors, warnings
+
+
+def read_scores(course_dir: Path | str, chapter_name: str) -> dict[str, dict]:
+    """Per student, from nbgrader's gradebook: score, max_score, auto and manual parts, and each cell's grade."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    course_dir = Path(course_dir)
+    scores = {}
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", COURSE_ID) as gradebook:
+        try:
+            assignment = gradebook.find_assignment(chapter_name)
+        except MissingEntry:
+            raise ExerciseError(f"no assignment {chapter_name!r} in {course_dir / 'gradebook.db'}; run "
+                                "`make assignments` first") from None
+        for submission in assignment.submissions:
+            grades = {grade.name: grade for notebook in submission.notebooks for grade in notebook.grades}
+            code = [g for g in grades.values() if g.cell_type == "code"]
+            scores[submission.student_id] = {
+                # False when nbgrader stopped before grading (its log says why): the 0 is not a result
+                "graded": bool(code) and all(g.auto_score is not None for g in code),
+                "score": submission.score,
+                "max_score": submission.max_score,
+                "auto_score": sum(g.auto_score or 0.0 for g in grades.values() if g.cell_type == "code"),
+                "max_auto_score": sum(g.max_score for g in grades.values() if g.cell_type == "code"),
+                "needs_manual_grade": submission.needs_manual_grade,
+                "cells": {name: (g.auto_score, g.max_score) for name, g in sorted(grades.items())},
+            }
+    return scores
+
+
+@dataclass
+class GradingReport:
+    """What `autograde` did: scores from the gradebook, submissions refused (with reasons), warnings, nbgrader's log."""
+
+    scores: dict[str, dict]
+    refused: dict[str, list[str]]
+    warnings: list[str]
+    log: str
+    returncode: int
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.refused
+
+
+def autograde(course_dir: Path | str, chapter_name: str, students: list[str] | None = None) -> GradingReport:
+    """Check the submissions of one chapter, run `nbgrader autograde` on the sound ones, read the gradebook."""
+    course_dir = Path(course_dir)
+    if not (course_dir / "source" / chapter_name / f"{chapter_name}.ipynb").exists():
+        raise ExerciseError(f"no assignment {chapter_name!r} under {course_dir / 'source'}; run `make assignments`")
+    submitted = course_dir / "submitted"
+    found = sorted(p.parent.name for p in submitted.glob(f"*/{chapter_name}") if p.is_dir())
+    students = found if students is None else students
+    if not students:
+        raise ExerciseError(f"no submissions for {chapter_name!r}: expected folders "
+                            f"{submitted}/<student>/{chapter_name}/{chapter_name}.ipynb")
+    refused, warnings = {}, []
+    for student in students:
+        errors, notes = check_submission(course_dir, chapter_name, student)
+        warnings += notes
+        if errors:
+            refused[student] = errors
+    graded = [s for s in students if s not in refused]
+    log, returncode = "", 0
+    if graded:
+        args = ["autograde", chapter_name, "--force"]
+        excluded = [s for s in found if s not in graded]  # refused, or not asked for
+        if excluded:
+            args.append(f"--CourseDirectory.student_id_exclude={','.join(excluded)}")
+        result = run_nbgrader(course_dir, *args, check=False)
+        log, returncode = result.stdout + result.stderr, result.returncode
+    scores = read_scores(course_dir, chapter_name) if graded else {}
+    for student in graded:
+        if student not in scores or not scores[student]["graded"]:
+            refused[student] = [f"submitted/{student}/{chapter_name}: nbgrader could not grade this submission; "
+                                "its log (printed above) says why"]
+    return GradingReport({s: scores[s] for s in graded if s not in refused}, refused, warnings, log, returncode)
+
