@@ -93,7 +93,7 @@ def kinds(course: Path) -> dict[str, dict]:
         "config-tamperer": dict(answers=with_answer(PAD, PAD.solution + tamper), status="graded", points=full),
         "input-transformer": dict(answers=with_answer(PAD, "get_ipython().input_transformers_cleanup.append("
                                                       "lambda lines: [])"),
-                                  status="not graded", points=None, reason="input transformers"),
+                                  status="not graded", points=None, reason="changed how later cells run"),
         "monkeypatcher": dict(answers=with_answer(PAD, "import torch\ntorch.linalg.vector_norm = lambda *a, **k: "
                                                   "torch.tensor(1.0)\nimport math\nmath.isclose = lambda *a: True\n"
                                                   "pad_id, pad_norm = 0, 1.0"),
