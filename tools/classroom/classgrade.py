@@ -38,6 +38,7 @@ class Record:
 
 
 def records_dir(course_dir: Path, chapter: str) -> Path:
+    """Where the grading records of a chapter are kept: <course>/grading/<chapter>/<student>.json."""
     return Path(course_dir) / "grading" / chapter
 
 
