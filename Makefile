@@ -115,3 +115,11 @@ assignments: $(DEV_STAMP)
 # a table on stdout, the numbers in _build/bench.json. Take it on a quiet machine.
 bench: $(DEV_STAMP)
 	python -m tools.bench
+
+.PHONY: grade
+# Grade a chapter's new and changed submissions, each in a bubblewrap sandbox, WORKERS at a time (book/teachers.md):
+# make grade CHAPTER=token_embeddings WORKERS=2
+WORKERS ?= 2
+grade: $(DEV_STAMP)
+	@test -n "$(CHAPTER)" || { echo "make grade: say which chapter, e.g. make grade CHAPTER=token_embeddings"; exit 2; }
+	python -m tools.classroom grade $(CHAPTER) --workers $(WORKERS)

@@ -53,3 +53,15 @@ def test_lms_zip_holds_the_student_version(course):
             assert sorted(archive.namelist()) == [f"{name}/README.md", f"{name}/{name}.ipynb"]
             assert json.loads(archive.read(f"{name}/{name}.ipynb")) == json.loads(
                 (course / "release" / name / f"{name}.ipynb").read_text())
+
+
+def test_plain_nbgrader_in_the_course_directory_also_grades_in_the_sandbox(course):
+    from nbgrader.preprocessors import Execute
+    from traitlets.config import PyFileConfigLoader
+
+    from tools.classroom.execute import SandboxedExecute
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    steps = config.Autograde.autograde_preprocessors
+    assert SandboxedExecute in steps and Execute not in steps
+    assert config.CourseDirectory.root == str(course)

@@ -209,7 +209,9 @@ def test_plain_nbgrader_fails_loudly_on_damaged_files_and_scores_shows_not_grade
     assert all(others[name]["solution"]["graded"] for name in others if name != MAIN)
 
 
-def test_autograde_command_exits_non_zero_and_prints_the_reasons(course, capsys):
-    status = main(["autograde", MAIN, "--course-dir", str(course), "--student", "nobody"])
+def test_grade_command_exits_non_zero_and_prints_the_reasons(course, tmp_path, capsys):
+    root = tmp_path / "course"
+    shutil.copytree(course, root)
+    status = main(["autograde", MAIN, "--course-dir", str(root), "--student", "nobody"])
     out = capsys.readouterr().out
-    assert status == 1 and "NOT GRADED (nobody)" in out and "no notebook" in out
+    assert status == 1 and "REFUSED" in out and "no notebook" in out

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import tools.classroom
 from tools.classroom.book_sync import BOOK_DIR, TEACHERS_PAGE, check_book, sync_book
+from tools.classroom.classgrade import CELL_TIMEOUT, grade_class
 from tools.classroom.course import COURSE_DIR, build_assignments
-from tools.classroom.grading import autograde, read_scores
+from tools.classroom.export import COLUMNS, write_gradebook
+from tools.classroom.grading import read_scores
 from tools.classroom.schema import ExerciseError
 
 
@@ -36,10 +38,18 @@ def main(argv: list[str] | None = None) -> int:
         command = commands.add_parser(name, help=text)
         command.add_argument("--book-dir", type=Path, default=BOOK_DIR)
         command.add_argument("--teachers-page", type=Path, default=TEACHERS_PAGE)
-    grade = commands.add_parser("autograde", help="check submissions, run nbgrader autograde, print the scores")
-    grade.add_argument("chapter")
-    grade.add_argument("--student", action="append", help="only this student (repeatable)")
-    grade.add_argument("--course-dir", type=Path, default=COURSE_DIR)
+    for name in ("grade", "autograde"):
+        grade = commands.add_parser(name, help="grade new and changed submissions, each in a sandbox, N at a time")
+        grade.add_argument("chapter")
+        grade.add_argument("--student", action="append", help="only this student (repeatable)")
+        grade.add_argument("--workers", type=int, default=2, help="sandboxes at a time (default 2)")
+        grade.add_argument("--all", action="store_true", help="grade unchanged submissions again too")
+        grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help="seconds per answer or test cell")
+        grade.add_argument("--course-dir", type=Path, default=COURSE_DIR)
+    export = commands.add_parser("export", help="write the chapter's gradebook with a status column as CSV")
+    export.add_argument("chapter")
+    export.add_argument("--output", type=Path, help="CSV file (default: <course-dir>/grades-<chapter>.csv)")
+    export.add_argument("--course-dir", type=Path, default=COURSE_DIR)
     show = commands.add_parser("scores", help="print the scores in nbgrader's gradebook")
     show.add_argument("chapter")
     show.add_argument("--course-dir", type=Path, default=COURSE_DIR)
@@ -55,18 +65,27 @@ def main(argv: list[str] | None = None) -> int:
             problems = check_book(args.book_dir, teachers_page=args.teachers_page)
             print("\n".join(problems) if problems else "every chapter's exercise cells are in sync")
             return 1 if problems else 0
-        elif args.command == "autograde":
-            report = autograde(args.course_dir, args.chapter, args.student)
-            for line in report.warnings:
-                print("warning:", line)
-            for student, errors in report.refused.items():
-                for line in errors:
-                    print(f"NOT GRADED ({student}):", line)
-            if report.returncode:
-                print(report.log)
-                print(f"nbgrader autograde failed (exit {report.returncode}); its log is above")
-            _print_scores(args.chapter, report.scores)
-            return 0 if report.ok else 1
+        elif args.command in ("grade", "autograde"):
+            records = grade_class(args.course_dir, args.chapter, args.workers, args.student, args.all,
+                                  args.cell_timeout)
+            print(f"{'student':20} {'status':14} reason")
+            for student, record in sorted(records.items()):
+                if args.student and student not in args.student:
+                    continue
+                print(f"{student:20} {record.status.upper():14} {record.reason}")
+                for flag in record.flags:
+                    print(f"{'':35} note: {flag}")
+            _print_scores(args.chapter, {s: v for s, v in read_scores(args.course_dir, args.chapter).items()
+                                         if records.get(s) and records[s].status in ("graded", "partly graded")})
+            asked = [r for s, r in records.items() if not args.student or s in args.student]
+            return 0 if all(r.status == "graded" for r in asked) else 1
+        elif args.command == "export":
+            target = args.output or args.course_dir / f"grades-{args.chapter}.csv"
+            rows = write_gradebook(args.course_dir, args.chapter, target)
+            counts = {status: sum(row["status"] == status for row in rows) for status in
+                      ("graded", "partly graded", "not graded", "refused")}
+            print(f"{target}: {len(rows)} rows ({', '.join(f'{n} {s}' for s, n in counts.items())}); columns: "
+                  f"{', '.join(COLUMNS)}")
         elif args.command == "scores":
             _print_scores(args.chapter, read_scores(args.course_dir, args.chapter))
     except ExerciseError as error:

@@ -111,6 +111,7 @@ Written by `python -m tools.classroom assignments` (book/teachers.md); rewritten
 """
 
 import os
+import sys
 
 c = get_config()  # noqa: F821 (traitlets provides get_config)
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -118,11 +119,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = HERE
 c.CourseDirectory.course_id = "{course_id}"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
-# Loading torch, transformers and the checkpoint takes a few seconds, more on a busy machine.
-c.Execute.timeout = 300
 c.Execute.startup_timeout = 180
+# Student code runs in the book's sandbox (bubblewrap), even under plain `nbgrader autograde`: see book/teachers.md.
 # A student who deletes a test cell gets it back (with a note) and is graded on it, instead of losing its points.
-c.OverwriteCells.add_missing_cells = True
+sys.path.insert(0, {root!r})
+from tools.classroom.classgrade import configure  # noqa: E402
+
+configure(c, HERE)
 '''
 
 STUDENT_README = """# {title}: assignment `{name}`
@@ -158,7 +161,7 @@ def write_course(course_dir: Path | str, chapters: list[Chapter]) -> None:
     """Write nbgrader_config.py and source/<chapter>/ (notebook and a short README) for every chapter."""
     course_dir = Path(course_dir)
     course_dir.mkdir(parents=True, exist_ok=True)
-    (course_dir / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(course_id=COURSE_ID))
+    (course_dir / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(course_id=COURSE_ID, root=str(ROOT)))
     for chapter in chapters:
         folder = course_dir / "source" / chapter.name
         folder.mkdir(parents=True, exist_ok=True)

@@ -57,6 +57,7 @@ def check_submission(course_dir: Path | str, chapter_name: str, student_id: str)
     source = _source_cells(course_dir, chapter_name)
     present = {cell.metadata.get("nbgrader", {}).get("grade_id") for cell in notebook.cells}
     errors, warnings = [], []
+    order_errors, edits = locked_cell_changes(course_dir, chapter_name, notebook, where)
     for grade_id, meta in source.items():
         if grade_id in present:
             continue
@@ -70,7 +71,27 @@ def check_submission(course_dir: Path | str, chapter_name: str, student_id: str)
         elif grade_id == "setup":
             errors.append(f"{where}: the read-only setup cell was deleted; every check after it would fail. Copy it "
                           "back from the released notebook and grade again")
-    return errors, warnings
+    return errors + order_errors, warnings + edits
+
+
+def locked_cell_changes(course_dir: Path, chapter_name: str, notebook: nbformat.NotebookNode,
+                        where: str) -> tuple[list[str], list[str]]:
+    """(errors, warnings) about the locked cells handed out: reordered (refused) or edited (nbgrader restores them)."""
+    from nbgrader.utils import compute_checksum
+
+    release = nbformat.read(course_dir / "release" / chapter_name / f"{chapter_name}.ipynb", as_version=4)
+    given = {cell.metadata["nbgrader"]["grade_id"]: cell for cell in release.cells
+             if cell.metadata.get("nbgrader", {}).get("locked")}
+    handed = [cell for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade_id") in given]
+    order = [cell.metadata["nbgrader"]["grade_id"] for cell in handed]
+    expected = [grade_id for grade_id in given if grade_id in order]
+    errors = [] if order == expected else [
+        f"{where}: the locked cells were reordered ({', '.join(order)}); the checks would run in another order "
+        "than the one handed out. Ask for the cells in their original order, or grade this notebook by hand"]
+    edits = [f"{where}: locked cell {cell.metadata['nbgrader']['grade_id']!r} was edited; nbgrader graded the "
+             "version you handed out instead (its checksum differs)" for cell in handed
+             if compute_checksum(cell) != compute_checksum(given[cell.metadata["nbgrader"]["grade_id"]])]
+    return errors, edits
 
 
 def read_scores(course_dir: Path | str, chapter_name: str) -> dict[str, dict]:

@@ -1,0 +1,150 @@
+"""A simulated class graded end to end in the sandbox: each kind of submission gets the grade and status it deserves."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+
+from tests.classroom.conftest import MAIN
+from tests.classroom.simulated import CHAPTER, kinds, solutions, submit_class
+from tools.book.toc import ROOT
+from tools.classroom import sandbox
+from tools.classroom.__main__ import main
+from tools.classroom.classgrade import grade_class, read_records
+from tools.classroom.export import gradebook_rows, write_gradebook
+from tools.classroom.grading import fill_answers, read_scores
+from tools.classroom.schema import ExerciseError
+
+CELL_TIMEOUT = 10  # seconds for an answer cell here (the teacher's default is 30): the infinite loop costs that
+
+
+@pytest.fixture(scope="module")
+def bwrap():
+    """bubblewrap must work: in CI a missing one fails the tests, elsewhere it skips them with the reason."""
+    problem = sandbox.bwrap_problem()
+    if problem and os.environ.get("CI"):
+        pytest.fail(f"the grading sandbox cannot run in CI: {problem}")
+    if problem:
+        pytest.skip(f"the grading sandbox cannot run here: {problem}")
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def graded_class(bwrap, course, tmp_path_factory):
+    """The simulated class, graded by `grade_class` over two workers; the records, scores, and what it touched."""
+    root = tmp_path_factory.mktemp("class") / "course"
+    shutil.copytree(course, root)
+    students = kinds(root)
+    submit_class(root, students)
+    config = _sha(root / "nbgrader_config.py")
+    started = time.monotonic()
+    records = grade_class(root, MAIN, workers=2, cell_timeout=CELL_TIMEOUT, log=lambda line: None)
+    seconds = time.monotonic() - started
+    print(f"\nsimulated class of {len(students)}: {seconds:.0f} s over 2 workers")
+    for student, record in sorted(records.items()):
+        print(f"  {student:18} {record.status:14} {record.seconds:6.1f} s  {record.reason[:70]}")
+    return SimpleNamespace(root=root, kinds=students, records=records, scores=read_scores(root, MAIN),
+                           config=config)
+
+
+@pytest.mark.parametrize("student", list(kinds(Path("/course"))))
+def test_each_kind_of_submission_gets_the_status_and_points_it_deserves(graded_class, student):
+    kind, record = graded_class.kinds[student], graded_class.records[student]
+    assert record.status in (kind["status"] if isinstance(kind["status"], tuple) else (kind["status"],)), record
+    assert kind.get("reason", "") in record.reason, record.reason
+    assert any(kind["flag"] in flag for flag in record.flags) if "flag" in kind else True, record.flags
+    if kind["points"] is not None:
+        assert graded_class.scores[student]["auto_score"] == kind["points"], graded_class.scores[student]["cells"]
+    row = next(row for row in gradebook_rows(graded_class.root, MAIN) if row["student"] == student)
+    assert row["status"] == record.status
+    assert row["autograded"] == ("" if kind["points"] is None else f"{kind['points']:g}")  # no score, not a 0
+
+
+def test_a_dead_kernel_costs_only_the_cells_after_it(graded_class):
+    record = graded_class.records["crasher"]
+    later = [CHAPTER.exercises[1].test_id(1), CHAPTER.exercises[1].test_id(2), CHAPTER.exercises[2].answer_id]
+    assert all(cell in record.not_graded_cells for cell in later), record.not_graded_cells
+    assert CHAPTER.exercises[0].test_id(1) not in record.not_graded_cells
+
+
+def _outputs(root: Path, student: str, grade_id: str) -> str:
+    notebook = nbformat.read(root / "autograded" / student / MAIN / f"{MAIN}.ipynb", as_version=4)
+    cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return "".join(out.get("text", "") + out.get("evalue", "") for out in cell.outputs)
+
+
+def test_student_code_cannot_read_or_write_outside_its_folder_nor_reach_the_network(graded_class):
+    root = graded_class.root
+    seen = _outputs(root, "file-writer", CHAPTER.exercises[0].answer_id)
+    assert "'env': []" in seen  # no NBGRADER_EXECUTION: the kernel cannot tell it is being graded
+    assert "BEGIN HIDDEN TESTS" not in seen and "c.CourseDirectory" not in seen and "correct" not in seen
+    assert "root:" not in seen  # /etc/shadow is not there
+    assert seen.count("FileNotFoundError") + seen.count("OSError") >= 10, seen  # every read and write refused
+    assert "'yes'" not in seen, seen  # no write and no connection succeeded
+    for path in (root / "outside.txt", root.parent / "outside.txt", Path.home() / "outside.txt", Path("/outside.txt"),
+                 ROOT / "helpers" / "outside.py"):
+        assert not path.exists(), path
+
+
+def test_a_submission_cannot_change_the_course_configuration(graded_class):
+    assert _sha(graded_class.root / "nbgrader_config.py") == graded_class.config
+    assert not (graded_class.root / "pwned").exists()
+    assert "could not tamper" in _outputs(graded_class.root, "config-tamperer", CHAPTER.exercises[0].answer_id)
+
+
+def test_the_export_has_a_status_column_and_never_a_zero_for_no_score(graded_class, tmp_path):
+    rows = write_gradebook(graded_class.root, MAIN, tmp_path / "grades.csv")
+    assert {row["student"] for row in rows} == set(graded_class.kinds)
+    text = (tmp_path / "grades.csv").read_text()
+    assert text.splitlines()[0].startswith("student,status,reason,score")
+    for row in rows:
+        if row["status"] in ("not graded", "refused"):
+            assert row["score"] == row["autograded"] == "" and row["reason"], row
+
+
+def test_regrading_skips_unchanged_submissions_and_keeps_hand_grades(graded_class):
+    from nbgrader.api import Gradebook
+
+    root, written = graded_class.root, CHAPTER.exercises[2].written_id
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "bert-first-vectors") as gradebook:
+        grade = gradebook.find_grade(written, MAIN, MAIN, "correct")
+        grade.manual_score = 2.0
+        gradebook.db.commit()
+    lines = []
+    again = grade_class(root, MAIN, workers=2, cell_timeout=CELL_TIMEOUT, log=lines.append)
+    assert lines[0].startswith(f"{MAIN}: grading 0 submissions")
+    assert {s: r.seconds for s, r in again.items()} == {s: r.seconds for s, r in graded_class.records.items()}
+    assert read_scores(root, MAIN)["correct"]["score"] == CHAPTER.auto_points + 2  # the hand grade is kept
+
+
+def test_a_broken_grading_environment_fails_before_grading_anyone(bwrap, course, tmp_path, monkeypatch, capsys):
+    root = tmp_path / "course"
+    shutil.copytree(course, root)
+    folder = root / "submitted" / "someone" / MAIN
+    folder.mkdir(parents=True)
+    nbformat.write(fill_answers(nbformat.read(root / "release" / MAIN / f"{MAIN}.ipynb", as_version=4), CHAPTER,
+                                solutions()), folder / f"{MAIN}.ipynb")
+    original = sandbox.bwrap_command
+    torch_dir = Path(__import__("torch").__file__).parent
+
+    def without_torch(scratch, memory_mb=sandbox.MEMORY_LIMIT_MB):
+        command = original(scratch, memory_mb)
+        at = command.index("--")
+        return command[:at] + ["--tmpfs", str(torch_dir)] + command[at:]  # torch's folder is empty in there
+
+    monkeypatch.setattr(sandbox, "bwrap_command", without_torch)
+    with pytest.raises(ExerciseError, match="grading environment is broken"):
+        grade_class(root, MAIN, log=lambda line: None)
+    assert read_records(root, MAIN) == {}
+    assert main(["grade", MAIN, "--course-dir", str(root)]) == 2
+    assert "ModuleNotFoundError" in capsys.readouterr().err

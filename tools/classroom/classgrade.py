@@ -1,0 +1,200 @@
+"""Grading a class: a preflight, then one sandboxed `nbgrader autograde` per new or changed submission, N at a time."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from tools.book.toc import ROOT
+from tools.classroom.course import COURSE_ID, _environment
+from tools.classroom.grading import check_submission
+from tools.classroom.sandbox import bwrap_problem
+from tools.classroom.schema import ExerciseError
+
+SUBMISSION_LIMIT = 900  # seconds for one submission, nbgrader's own work included
+CELL_TIMEOUT = 30  # seconds for an answer or test cell (the setup cell has 300)
+
+
+@dataclass
+class Record:
+    """One submission's grading: status 'graded', 'partly graded', 'not graded' or 'refused', with the reasons."""
+
+    student: str
+    status: str
+    reason: str = ""
+    flags: list[str] = field(default_factory=list)
+    digest: str = ""
+    seconds: float = 0.0
+    not_graded_cells: list[str] = field(default_factory=list)
+
+
+def records_dir(course_dir: Path, chapter: str) -> Path:
+    """Where the grading records of a chapter are kept: <course>/grading/<chapter>/<student>.json."""
+    return Path(course_dir) / "grading" / chapter
+
+
+def read_records(course_dir: Path | str, chapter: str) -> dict[str, Record]:
+    """The grading records of a chapter, by student."""
+    folder = records_dir(Path(course_dir), chapter)
+    return {path.stem: Record(**json.loads(path.read_text())) for path in sorted(folder.glob("*.json"))}
+
+
+def _digest(course_dir: Path, chapter: str, student: str) -> str:
+    """What the grade depends on: the submission's files, the assignment's source notebook, the grader's code."""
+    digest = hashlib.sha256()
+    folder = course_dir / "submitted" / student / chapter
+    paths = sorted(p for p in folder.rglob("*") if p.is_file())
+    paths += [course_dir / "source" / chapter / f"{chapter}.ipynb", *sorted(Path(__file__).parent.glob("*.py"))]
+    for path in paths:
+        digest.update(str(path.name).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def configure(config, course_dir: Path | str) -> None:
+    """Set nbgrader's grading configuration: the gradebook shared by several graders, Execute in the sandbox."""
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        IgnorePattern,
+        LimitOutput,
+        SaveAutoGrades,
+    )
+
+    from tools.classroom.execute import SandboxedExecute
+
+    config.CourseDirectory.root = str(course_dir)
+    config.CourseDirectory.course_id = COURSE_ID
+    # several graders share the gradebook: wait for its lock instead of failing
+    config.CourseDirectory.db_url = f"sqlite:///{Path(course_dir) / 'gradebook.db'}?timeout=300"
+    config.OverwriteCells.add_missing_cells = True
+    config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
+                                                LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+
+
+def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT):
+    """nbgrader's configuration for one grading run, built here: the course's nbgrader_config.py is not run."""
+    from traitlets.config import Config
+
+    config = Config()
+    configure(config, course_dir)
+    if report_path:
+        config.SandboxedExecute.report_path = str(report_path)
+    config.SandboxedExecute.cell_timeout = cell_timeout
+    return config
+
+
+def _grade_one(course_dir: Path, chapter: str, student: str, report_path: Path, cell_timeout: int) -> int:
+    """In a child process: nbgrader autograde for one student, its Execute step in the sandbox."""
+    from nbgrader.apps import NbGraderAPI
+
+    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout))
+    result = api.autograde(chapter, student, force=True, create=True)
+    if not result["success"]:
+        print(result.get("error", "") or result.get("log", ""), file=sys.stderr)
+    return 0 if result["success"] else 1
+
+
+def _record(student: str, digest: str, seconds: float, report: dict | None, failure: str, notes: list[str]) -> Record:
+    if report is None:
+        return Record(student, "not graded", failure or "the grader stopped before the notebook ran", notes, digest,
+                      seconds)
+    flags = notes + report["restored"] + [f"{cell} ran past its time limit" for cell in report["timeouts"]]
+    if report["tampering"]:
+        return Record(student, "not graded", "; ".join(report["tampering"]), flags, digest, seconds)
+    if failure:
+        return Record(student, "not graded", failure, flags, digest, seconds)
+    if report["stopped"]:
+        return Record(student, "partly graded", report["stopped"], flags, digest, seconds, report["not_graded"])
+    return Record(student, "graded", "", flags, digest, seconds)
+
+
+def grade_student(course_dir: Path, chapter: str, student: str, digest: str, notes: list[str],
+                  cell_timeout: int = CELL_TIMEOUT) -> Record:
+    """Grade one submission in a child process with a wall-clock limit; its record says how it went."""
+    with tempfile.TemporaryDirectory(prefix="grade-report-") as folder:
+        report_path = Path(folder) / "report.json"
+        command = [sys.executable, "-m", "tools.classroom.classgrade", str(course_dir), chapter, student,
+                   str(report_path), str(cell_timeout)]
+        started = time.monotonic()
+        try:
+            result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True,
+                                    timeout=SUBMISSION_LIMIT)
+            failure = "" if result.returncode == 0 else \
+                f"nbgrader failed: {(result.stderr.strip().splitlines() or ['no message'])[-1][:300]}"
+        except subprocess.TimeoutExpired:
+            failure = f"grading took longer than {SUBMISSION_LIMIT} s"
+        report = json.loads(report_path.read_text()) if report_path.exists() else None
+    return _record(student, digest, round(time.monotonic() - started, 1), report, failure, notes)
+
+
+def preflight(course_dir: Path, chapter: str) -> None:
+    """Fail before grading anyone unless the sandbox works and the solution version gets every point in it."""
+    from tools.classroom.execute import SandboxedExecute
+
+    problem = bwrap_problem()
+    if problem:
+        raise ExerciseError(f"cannot grade: {problem}")
+    source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
+    with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
+        report_path = Path(folder) / "report.json"
+        SandboxedExecute(report_path=str(report_path)).preprocess(source, {"metadata": {"path": folder}})
+        report = json.loads(report_path.read_text())
+    failed = [(cell.metadata.get("nbgrader", {}).get("grade_id"), out) for cell in source.cells
+              if cell.cell_type == "code" for out in cell.get("outputs", []) if out.output_type == "error"]
+    if failed or report["stopped"]:
+        grade_id, error = failed[0] if failed else ("", {"ename": "", "evalue": report["stopped"]})
+        raise ExerciseError(f"cannot grade {chapter}: the solution version fails in the grading sandbox, at cell "
+                            f"{grade_id!r}: {error['ename']}: {error['evalue'][:300]}. The grading environment is "
+                            "broken (is torch importable? are the book's helpers there?); nobody was graded")
+
+
+def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students: list[str] | None = None,
+                regrade_all: bool = False, cell_timeout: int = CELL_TIMEOUT, log=print) -> dict[str, Record]:
+    """Grade the new and changed submissions of a chapter over `workers` sandboxes; return every student's record."""
+    course_dir = Path(course_dir).resolve()
+    if not (course_dir / "source" / chapter / f"{chapter}.ipynb").exists():
+        raise ExerciseError(f"no assignment {chapter!r} under {course_dir / 'source'}; run `make assignments`")
+    found = sorted(p.parent.name for p in (course_dir / "submitted").glob(f"*/{chapter}") if p.is_dir())
+    students = found if students is None else students
+    records = read_records(course_dir, chapter)
+    todo, checked = [], {}
+    for student in students:
+        digest = _digest(course_dir, chapter, student) if student in found else ""
+        old = records.get(student)
+        if old and old.digest == digest and digest and not regrade_all:
+            continue  # unchanged since it was graded: its grades, hand grades included, stay as they are
+        errors, notes = check_submission(course_dir, chapter, student)
+        if errors:
+            records[student] = Record(student, "refused", " ".join(errors), notes, digest)
+            continue
+        todo.append(student)
+        checked[student] = (digest, notes)
+    if todo:
+        preflight(course_dir, chapter)
+    log(f"{chapter}: grading {len(todo)} submissions over {workers} workers "
+        f"({len(students) - len(todo)} unchanged or refused)")
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        jobs = {s: pool.submit(grade_student, course_dir, chapter, s, *checked[s], cell_timeout) for s in todo}
+        for student, job in jobs.items():
+            records[student] = job.result()
+            log(f"  {student}: {records[student].status} ({records[student].seconds:g} s)")
+    folder = records_dir(course_dir, chapter)
+    folder.mkdir(parents=True, exist_ok=True)
+    for student in students:
+        if student in records:
+            (folder / f"{student}.json").write_text(json.dumps(asdict(records[student]), indent=1))
+    return records
+
+
+if __name__ == "__main__":
+    sys.exit(_grade_one(Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4]), int(sys.argv[5])))

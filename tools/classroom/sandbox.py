@@ -1,0 +1,103 @@
+"""The grading kernel's sandbox: bubblewrap (bwrap) around ipykernel, no network, a memory cap, a clean environment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
+
+from tools.book.toc import ROOT
+
+MEMORY_LIMIT_MB = 2048
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts", "localtime", "passwd", "group",
+       "nsswitch.conf", "ssl", "ca-certificates", "mime.types", "hosts")
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
+
+
+def _python_roots() -> list[Path]:
+    """The directories the kernel's Python needs: the venv, and the installation it was made from."""
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent}
+    return sorted(root for root in roots if root.is_dir())
+
+
+def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> list[str]:
+    """The bwrap and prlimit prefix of a command run with `scratch` as its only writable directory."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise FileNotFoundError(f"bwrap not found: {INSTALL_HINT}")
+    command = [bwrap, "--ro-bind", "/usr", "/usr"]
+    for name in ETC:  # what the dynamic linker, fonts and certificates need; not /etc/shadow and the like
+        if (Path("/etc") / name).exists():
+            command += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for name in ("bin", "lib", "lib64", "sbin"):  # merged-/usr systems link these; others have them as folders
+        path = Path("/") / name
+        if path.is_symlink():
+            command += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            command += ["--ro-bind", str(path), str(path)]
+    for root in _python_roots():
+        command += ["--ro-bind", str(root), str(root)]
+    # The book's helpers only: the rest of the repository (exercises/, with solutions and hidden tests) stays out.
+    command += ["--ro-bind", str(ROOT / "helpers"), str(ROOT / "helpers")]
+    command += ["--tmpfs", "/tmp", "--bind", str(scratch), str(scratch), "--dev", "/dev", "--proc", "/proc",
+                "--unshare-all", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", str(scratch),
+                "--clearenv"]
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(scratch), "PYTHONPATH": str(ROOT),
+           "MPLCONFIGDIR": str(scratch / ".matplotlib"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1", "LANG": "C.UTF-8",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get(
+               "BERT_BOOK_CHECKPOINT", "")}
+    for name, value in env.items():
+        if value:
+            command += ["--setenv", name, value]
+    # RLIMIT_DATA caps heap and anonymous memory (what a tensor or a list takes), not the shared libraries mapped
+    # from disk: torch keeps working, and an allocation past the cap raises MemoryError in the student's cell.
+    limit = memory_mb * 1024 * 1024
+    return command + ["--", "prlimit", f"--data={limit}:{limit}", "--core=0"]
+
+
+def bwrap_problem() -> str | None:
+    """None if a sandbox can be made here, else what is wrong and how to fix it."""
+    if shutil.which("bwrap") is None:
+        return f"bwrap not found: {INSTALL_HINT}"
+    scratch = Path(os.environ.get("TMPDIR", "/tmp"))
+    try:
+        result = subprocess.run([*bwrap_command(scratch), sys.executable, "-c", "import ipykernel"],
+                                capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap could not run: {error}"
+    if result.returncode:
+        return f"bwrap could not run Python in a sandbox (exit {result.returncode}): {result.stderr.strip()[-500:]}"
+    return None
+
+
+def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> type[AsyncKernelManager]:
+    """A kernel manager whose kernel runs in a sandbox around `scratch`, reached over Unix sockets there."""
+    prefix = bwrap_command(scratch, memory_mb)
+
+    class SandboxedKernelManager(AsyncKernelManager):
+        """ipykernel inside bwrap; interrupts go as messages (a signal would reach bwrap, not the kernel)."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"  # the kernel has no network, not even loopback: sockets are files in scratch
+            self.ip = str(scratch / "kernel")
+            self.connection_file = str(scratch / "kernel.json")
+            self._kernel_spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f",
+                                                 "{connection_file}"], display_name="Python 3 (sandboxed)",
+                                           language="python", interrupt_mode="message")
+
+        async def start_kernel(self, **kwargs):
+            kwargs.setdefault("stdout", subprocess.DEVNULL)  # ipykernel's banner; the notebook gets the output
+            kwargs.setdefault("stderr", subprocess.DEVNULL)
+            return await super()._async_start_kernel(**kwargs)
+
+        def format_kernel_cmd(self, extra_arguments=None):
+            return prefix + super().format_kernel_cmd(extra_arguments)
+
+    return SandboxedKernelManager
