@@ -113,7 +113,7 @@ def page(notebooks: list[Path]) -> str:
         if findings := stored_findings(notebook):
             parts.append(table(notebook, findings))
             counts.append(len(findings))
-    parts.append(f"The book states {sum(counts)} findings in {len(counts)} chapters.")
+    parts.append(f"Findings in this book: {sum(counts)}, stated in {len(counts)} of its chapters.")
     return "\n\n".join(parts) + "\n"
 
 
