@@ -13,7 +13,7 @@ CELLS = [
     ("markdown", "## The `[PAD]` row, measured\n\nText."),
     ("code", "from helpers import finding\nfinding('pad_row_nonzero', True, 0.7712, claim='norm {value}', "
              "contrary='zero')"),
-    ("markdown", "## Another *section*"),
+    ("markdown", "## Another *section*, before $\\gamma$"),
     ("code", "finding('bad_near_good', False, 'worse', claim='near', contrary='far: {value}')"),
 ]
 
@@ -34,11 +34,11 @@ def test_findings_are_read_with_their_section_and_stored_verdict(tmp_path):
     found = findings_page.stored_findings(path)
     assert [(f.name, f.section, f.anchor, f.verdict, f.value) for f in found] == [
         ("pad_row_nonzero", "The [PAD] row, measured", "the-pad-row-measured", "holds", "0.77"),
-        ("bad_near_good", "Another section", "another-section", "does not hold", "worse"),
+        ("bad_near_good", "Another section, before $\\gamma$", "another-section-before-", "does not hold", "worse"),
     ]
     table = findings_page.table(path, found)
     assert "[The [PAD] row, measured](chapter.ipynb#the-pad-row-measured)" in table
-    assert "{glue:text}`chapter.ipynb::bad_near_good_verdict`" in table and "does not hold (worse)" in table
+    assert "{glue:text}`chapter.ipynb::bad_near_good_verdict:s`" in table and "does not hold (worse)" in table
 
 
 def test_the_committed_page_is_in_step_with_the_notebooks():

@@ -30,7 +30,7 @@ A *finding* is a claim about trained weights: the [PAD] row is not zero, `bad` i
 Unlike an architectural fact, which the chapters assert, a finding holds for the checkpoint that was measured and
 may not hold for another. Each chapter states its findings through `helpers.findings`, so its prose says what the
 checkpoint that ran shows. This page lists them all: the verdict for **the checkpoint this book was built with**
-({glue:text}`embedding_layer_at_a_glance.ipynb::ata_checkpoint`) beside the verdict stored for the packaged
+({glue:text}`embedding_layer_at_a_glance.ipynb::ata_checkpoint:s`) beside the verdict stored for the packaged
 checkpoint (sentence-transformers/all-MiniLM-L6-v2), with a link to the section that measures it.
 
 To read the book on your own BERT, point `BERT_BOOK_CHECKPOINT` at a local directory holding `config.json`,
@@ -54,6 +54,11 @@ class StoredFinding:
 def plain(markdown: str) -> str:
     """A heading's text without Markdown emphasis, code marks or glue roles."""
     return re.sub(r"\{[a-z:]+\}`[^`]*`|[`*_]", "", markdown).strip()
+
+
+def anchor(heading: str) -> str:
+    """The anchor MyST gives a heading (myst_heading_anchors): its slug, inline math left out as MyST does."""
+    return default_slugify(re.sub(r"\$[^$]*\$", "", heading))
 
 
 def glued_text(output: dict) -> tuple[str, str] | None:
@@ -83,7 +88,7 @@ def stored_findings(notebook: Path) -> list[StoredFinding]:
             glued[pair[0]] = pair[1]
             if pair[0].endswith(SUFFIX) and pair[1] in VERDICTS:
                 found.append((pair[0][: -len(SUFFIX)], section))
-    return [StoredFinding(notebook.stem, section, default_slugify(section), name, glued[name + SUFFIX],
+    return [StoredFinding(notebook.stem, section, anchor(section), name, glued[name + SUFFIX],
                           glued.get(name + "_value", "")) for name, section in found]
 
 
@@ -98,8 +103,9 @@ def table(notebook: Path, findings: list[StoredFinding]) -> str:
     rows = [f"## {chapter_title(notebook)}", "",
             "| section | this checkpoint | verdict | packaged checkpoint (stored) |", "|---|---|---|---|"]
     for item in findings:
-        here = f"{{glue:text}}`{notebook.name}::{item.name}`"
-        verdict = f"{{glue:text}}`{notebook.name}::{item.name}{SUFFIX}`"
+        # The role's last ':' starts a format spec, so a cross-page key needs one of its own (':s').
+        here = f"{{glue:text}}`{notebook.name}::{item.name}:s`"
+        verdict = f"{{glue:text}}`{notebook.name}::{item.name}{SUFFIX}:s`"
         link = f"[{item.section}]({notebook.name}#{item.anchor})"
         rows.append(f"| {link} | {here} | {verdict} | {item.verdict} ({item.value}) |")
     return "\n".join(rows)
