@@ -3,8 +3,8 @@
 An architectural fact (a shape, a bit-exact sum, a buffer, a gradient) is asserted: it holds for every BERT. What
 trained weights show (row 0 has the largest norm, `bad` is near `good`) holds for the checkpoint that was measured
 and may not for another. `finding(...)` states such a claim: it picks the sentence for "holds" or "does not hold",
-glues the sentence, the verdict and the measured value for the prose, records the outcome, and never stops the
-book. The page "What holds for this checkpoint" lists every finding of the book.
+glues the sentence, the verdict and the measured value for the prose (the glued outputs are the record the page
+"What holds for this checkpoint" is built from), and never stops the book.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import math
 import re
 from dataclasses import dataclass
 
-__all__ = ["Finding", "finding", "recorded_findings"]
+__all__ = ["finding"]
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 VERDICTS = {True: "holds", False: "does not hold"}
-_RECORDED: dict[str, Finding] = {}
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ def _check(name, claim, contrary, digits) -> None:
 
 
 def finding(name: str, holds, value, claim: str, contrary: str, digits: int = 2) -> Finding:
-    """State a finding: glue `name` (the sentence), `name_verdict` and `name_value`; record it; return it.
+    """State a finding: glue `name` (the sentence), `name_verdict` and `name_value`; return it.
 
     `claim` is the sentence when the measurement supports it, `contrary` when it does not; either may use
     `{value}`. A measurement that cannot be judged (`holds` is not a plain truth value) counts as not holding.
@@ -74,7 +73,6 @@ def finding(name: str, holds, value, claim: str, contrary: str, digits: int = 2)
         holds = False
     text = format_value(value, digits)
     result = Finding(name, holds, text, (claim if holds else contrary).format(value=text))
-    _RECORDED[name] = result
     _glue(result)
     return result
 
@@ -89,7 +87,3 @@ def _glue(result: Finding) -> None:
     glue(f"{result.name}_verdict", result.verdict, display=False)
     glue(f"{result.name}_value", result.value, display=False)
 
-
-def recorded_findings() -> list[Finding]:
-    """Every finding stated in this process, in the order stated (the last statement of a name wins)."""
-    return list(_RECORDED.values())

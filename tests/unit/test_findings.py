@@ -51,15 +51,6 @@ def test_a_measurement_that_cannot_be_judged_does_not_hold_and_does_not_raise(gl
     assert (result.holds, result.sentence) == (False, "no (nan)")
 
 
-def test_findings_are_recorded_in_order_and_restated_by_name(glued):
-    findings.finding("first_claim", True, 1, claim="a", contrary="b")
-    findings.finding("second_claim", False, 2, claim="c", contrary="d")
-    findings.finding("first_claim", False, 3, claim="a", contrary="b")
-    names = [f.name for f in findings.recorded_findings()]
-    assert names.index("first_claim") < names.index("second_claim")
-    assert {f.name: f.holds for f in findings.recorded_findings()}["first_claim"] is False
-
-
 @pytest.mark.parametrize("kwargs, error, words", [
     (dict(name="Row 0"), ValueError, "lower-case identifier"), (dict(name=3), ValueError, "got 3"),
     (dict(claim=""), TypeError, "claim must be the sentence"), (dict(contrary=None), TypeError, "got None"),
