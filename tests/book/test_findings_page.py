@@ -45,3 +45,13 @@ def test_the_committed_page_is_in_step_with_the_notebooks():
     expected = findings_page.page([path for path in toc_notebooks() if path != findings_page.PAGE])
     assert findings_page.PAGE.read_text() == expected, "run `python -m tools.book.findings_page`"
     assert "book/findings" in (ROOT / "_toc.yml").read_text()
+
+
+def test_no_notebook_glues_a_key_twice():
+    """A finding named like an earlier glue would shadow it (myst-nb warns, and -W fails the build)."""
+    import json
+
+    for path in toc_notebooks():
+        names = [glued[0] for cell in json.loads(path.read_text())["cells"] for output in cell.get("outputs", [])
+                 if (glued := findings_page.glued_text(output))]
+        assert len(names) == len(set(names)), (path.name, sorted({n for n in names if names.count(n) > 1}))
