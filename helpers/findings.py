@@ -41,13 +41,9 @@ def format_value(value, digits: int = 2) -> str:
     """A measured value as the prose shows it: numbers to `digits` significant digits, anything else as str."""
     if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # a 0-d tensor or numpy scalar
         value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value) or math.isinf(value):
-        return str(value)
-    return f"{value:.{digits}g}"
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.{digits}g}"
+    return str(value)  # ints, words, True/False, nan and inf as they are
 
 
 def _check(name, claim, contrary, digits) -> None:

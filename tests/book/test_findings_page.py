@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import nbformat
 from nbclient import NotebookClient
 
@@ -49,8 +51,6 @@ def test_the_committed_page_is_in_step_with_the_notebooks():
 
 def test_no_notebook_glues_a_key_twice():
     """A finding named like an earlier glue would shadow it (myst-nb warns, and -W fails the build)."""
-    import json
-
     for path in toc_notebooks():
         names = [glued[0] for cell in json.loads(path.read_text())["cells"] for output in cell.get("outputs", [])
                  if (glued := findings_page.glued_text(output))]

@@ -52,7 +52,7 @@ def start_build(kind: str) -> tuple[subprocess.Popen, Path]:
     shutil.rmtree(folder, ignore_errors=True)
     checkpoint = make_checkpoint(kind, folder / "checkpoint")
     env = {**os.environ, "BERT_BOOK_CHECKPOINT": str(checkpoint)}
-    log = open(folder / "build.log", "w")  # noqa: SIM115 (closed when the process ends, by the OS)
+    log = open(folder / "build.log", "w")  # the process writes to it until it ends
     command = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(ROOT), "--path-output",
                str(folder / "book"), "--warningiserror", "--keep-going"]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), folder

@@ -55,8 +55,8 @@ def checkpoint_identity(spec: str) -> dict[str, object]:
     path = Path(spec).expanduser()
     if spec == DEFAULT or not path.is_dir():  # the packaged files are hash-checked at load; a hub id is its name
         return {"spec": spec}
-    stats = {name: [s.st_size, s.st_mtime_ns] for name in CHECKPOINT_FILES
-             if (s := (path / name).stat() if (path / name).is_file() else None)}
+    files = [path / name for name in CHECKPOINT_FILES if (path / name).is_file()]
+    stats = {file.name: [file.stat().st_size, file.stat().st_mtime_ns] for file in files}
     return {"spec": spec, "directory": str(path.resolve()), "files": stats}
 
 
