@@ -14,8 +14,11 @@ import torch
 __all__ = ["vector_strips", "similarity_side_by_side", "grouped_token_bars"]
 
 
-# Colours for the three parts of the sum, used the same way in every chapter.
-PART_COLOURS = {"token": "#1f77b4", "segment": "#ff7f0e", "position": "#2ca02c", "other": "#7f7f7f"}
+# Okabe & Ito's colour-blind-safe palette (jfly.uni-koeln.de/color): the book's only categorical colours.
+OKABE_ITO = ["#0072B2", "#D55E00", "#CC79A7", "#009E73", "#E69F00", "#56B4E9", "#000000"]
+# The three parts of the sum, the same in every chapter: blue, vermillion, reddish purple stay apart under
+# protanopia, deuteranopia and tritanopia (tests/unit/test_plots.py simulates each).
+PART_COLOURS = {"token": OKABE_ITO[0], "segment": OKABE_ITO[1], "position": OKABE_ITO[2], "other": "#6b6b6b"}
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "viridis"
 
@@ -35,6 +38,7 @@ def apply_house_style() -> None:
             "axes.spines.right": False,
             "axes.grid": False,
             "image.interpolation": "nearest",
+            "axes.prop_cycle": mpl.cycler(color=OKABE_ITO),
         }
     )
 
@@ -86,7 +90,7 @@ def grouped_token_bars(tokens: list[str], values: dict[str, object], title: str 
         if row.shape[0] != len(tokens):
             raise ValueError(f"series {name!r} has {row.shape[0]} values for {len(tokens)} tokens.")
     colours = colours or {}
-    fallback = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"][4:])
+    fallback = iter(OKABE_ITO[3:])
     fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(tokens) + 2.0), 3.4))
     width = 0.8 / len(series)
     positions = np.arange(len(tokens))

@@ -12,7 +12,7 @@ from sklearn.decomposition import PCA
 from sklearn.metrics.pairwise import cosine_similarity
 from torch import nn
 
-from helpers.plots import PART_COLOURS, _numpy
+from helpers.plots import OKABE_ITO, PART_COLOURS, _numpy
 from helpers.tables import ResultTable
 
 __all__ = ["token_table", "greedy_wordpiece", "nearest_tokens", "nearest_table", "single_token_id", "token_matrix",
@@ -323,14 +323,14 @@ def token_scatter(coords, words, groups, title: str = "", explained=None):
     points = _numpy(coords)  # (words, 2)
     fig, ax = plt.subplots(figsize=(8.0, 5.6))
     names = list(dict.fromkeys(groups))
-    colours = plt.get_cmap("tab10")
+    colours = [OKABE_ITO[k % len(OKABE_ITO)] for k in range(len(names))]  # colour-blind safe, one per group
     for index, name in enumerate(names):
         mask = np.array([g == name for g in groups])
-        ax.scatter(points[mask, 0], points[mask, 1], s=28, color=colours(index), label=name)
+        ax.scatter(points[mask, 0], points[mask, 1], s=28, color=colours[index], label=name)
     offsets = _token_label_boxes(points, words, width_pt=0.85 * 8.0 * 72, height_pt=0.8 * 5.6 * 72)
     for point, word, group, (dx, dy, ha, va) in zip(points, words, groups, offsets, strict=True):
         ax.annotate(word, point, xytext=(dx, dy), textcoords="offset points", fontsize=8, ha=ha, va=va,
-                    color=colours(names.index(group)))
+                    color=colours[names.index(group)])
     if explained is not None:
         share = _numpy(explained)
         ax.set_xlabel(f"component 1 ({share[0]:.0%} of the variance)")
