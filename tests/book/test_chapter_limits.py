@@ -11,7 +11,7 @@ from tools.book.toc import toc_notebooks
 
 @pytest.mark.parametrize("path", toc_notebooks(), ids=lambda p: p.stem)
 def test_chapter_within_the_contract(path):
-    m = cm.measure(path)
+    m = cm.measure(path)  # prose: "Title Three plain words and and"
     assert m.prose_words <= cm.MAX_WORDS, f"{m.prose_words} prose words"
     assert m.code_cells <= cm.MAX_CODE_CELLS, f"{m.code_cells} code cells"
     assert m.longest_cell <= cm.MAX_CELL_LINES, f"a code cell of {m.longest_cell} lines"
@@ -31,6 +31,6 @@ def test_measure_counts_what_the_contract_counts(tmp_path):
     ])
     path = tmp_path / "chapter.ipynb"
     nbformat.write(notebook, path)
-    m = cm.measure(path)
-    assert (m.prose_words, m.code_cells, m.longest_cell, m.longest_line) == (6, 2, 16, 81)  # Title Three plain words and and
+    m = cm.measure(path)  # prose: "Title Three plain words and and"
+    assert (m.prose_words, m.code_cells, m.longest_cell, m.longest_line) == (6, 2, 16, 81)
     assert (m.figures, m.figures_without_alt) == (2, 1)
