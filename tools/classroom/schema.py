@@ -53,6 +53,14 @@ class Partial:
 
 
 @dataclass(frozen=True)
+class Wrong:
+    """A tempting wrong answer and why it is wrong: the tests must give it less than full marks."""
+
+    solution: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Exercise:
     """One exercise: the prompt and objective, starter and solution code, its tests and any hand-graded part."""
 
@@ -68,6 +76,7 @@ class Exercise:
     starter: str = ""
     manual: Manual | None = None
     partial: Partial | None = None
+    wrong: tuple[Wrong, ...] = ()
 
     @property
     def auto_points(self) -> int:
@@ -198,7 +207,7 @@ def _compiles(code: str, where: str) -> None:
 
 def _exercise(data: dict, where: str) -> Exercise:
     known = {"id", "title", "objective", "kind", "difficulty", "minutes", "prompt", "starter", "solution", "tests",
-             "manual", "partial"}
+             "manual", "partial", "wrong"}
     if not isinstance(data, dict):
         raise ExerciseError(f"{where}: each exercise must be a mapping of keys to values")
     unknown = set(data) - known
@@ -243,11 +252,17 @@ def _exercise(data: dict, where: str) -> Exercise:
                                 f"from 1 to {len(tests)}")
         partial = Partial(_text(spec, "solution", f"{where} partial"), tuple(sorted(passes)))
         _compiles(answer_code(starter, partial.solution), f"{where} partial")
+    wrong = []
+    for number, spec in enumerate(data.get("wrong") or [], start=1):
+        if not isinstance(spec, dict) or set(spec) != {"solution", "why"}:
+            raise ExerciseError(f"{where}: wrong answer {number} needs exactly 'solution' code and 'why' text")
+        wrong.append(Wrong(_text(spec, "solution", f"{where} wrong {number}"), _text(spec, "why", f"{where} wrong")))
+        _compiles(answer_code(starter, wrong[-1].solution), f"{where} wrong {number}")
     return Exercise(
         id=exercise_id, title=_text(data, "title", where).strip(), objective=_text(data, "objective", where).strip(),
         kind=kind, difficulty=_int(data, "difficulty", where, 1, 3), minutes=_int(data, "minutes", where, 1, 120),
         prompt=_text(data, "prompt", where), solution=solution, tests=tuple(tests), starter=starter, manual=manual,
-        partial=partial,
+        partial=partial, wrong=tuple(wrong),
     )
 
 
