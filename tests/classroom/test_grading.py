@@ -215,3 +215,23 @@ def test_grade_command_exits_non_zero_and_prints_the_reasons(course, tmp_path, c
     status = main(["autograde", MAIN, "--course-dir", str(root), "--student", "nobody"])
     out = capsys.readouterr().out
     assert status == 1 and "REFUSED" in out and "no notebook" in out
+
+
+def test_feedback_shows_the_visible_checks_but_no_hidden_check_nor_its_traceback(graded):
+    """What a student gets back names the failed checks without quoting the hidden code that would give answers away."""
+    import html
+    import re
+
+    from tools.classroom.feedback import HIDDEN_NOTE
+
+    run_nbgrader(graded.main_course, "generate_feedback", MAIN, "--student", "partial", "--force")
+    page = graded.main_course / "feedback" / "partial" / MAIN / f"{MAIN}.html"
+    text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+    exercises = CHAPTERS[MAIN].exercises
+    shown = "\n".join(t.visible for e in exercises for t in e.tests) + CHAPTERS[MAIN].setup
+    hidden = {line.strip() for e in exercises for t in e.tests for line in t.hidden.splitlines()}
+    hidden = {line for line in hidden if len(line) > 25 and line not in shown}
+    assert hidden and not [line for line in hidden if line in text]
+    visible = [line.strip() for e in exercises for t in e.tests for line in t.visible.splitlines() if line.strip()]
+    assert visible and all(line in text for line in visible)
+    assert HIDDEN_NOTE in text  # the partial answer fails hidden checks: the student learns that, not their code

@@ -61,16 +61,18 @@ def _digest(course_dir: Path, chapter: str, student: str) -> str:
 
 def configure(config, course_dir: Path | str) -> None:
     """Set nbgrader's grading configuration: the gradebook shared by several graders, Execute in the sandbox."""
-    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
         CheckCellMetadata,
+        GetGrades,
         IgnorePattern,
         LimitOutput,
         SaveAutoGrades,
     )
 
     from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.feedback import HideHiddenTests
 
     config.CourseDirectory.root = str(course_dir)
     config.CourseDirectory.course_id = COURSE_ID
@@ -79,6 +81,8 @@ def configure(config, course_dir: Path | str) -> None:
     config.OverwriteCells.add_missing_cells = True
     config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    # feedback goes to students: no hidden check, nor a traceback quoting one
+    config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
 
 
 def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT):
@@ -139,6 +143,7 @@ def grade_student(course_dir: Path, chapter: str, student: str, digest: str, not
 
 def preflight(course_dir: Path, chapter: str) -> None:
     """Fail before grading anyone unless the sandbox works and the solution version gets every point in it."""
+
     from tools.classroom.execute import SandboxedExecute
 
     problem = bwrap_problem()
