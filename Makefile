@@ -14,7 +14,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 PORT ?= 8000
 
-.PHONY: book test test-portable test-any-bert lint unit nbval serve clean venv
+.PHONY: book book-class test test-portable test-any-bert lint unit nbval serve clean venv
 
 venv: $(STAMP)
 
@@ -60,6 +60,11 @@ $(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(FINGERPRINT)
 	jupyter-book build . --warningiserror --keep-going
 	mv _build/.book-started $@
 
+# The book for a class: the same pages from the same cache, without solutions, downloads or launch buttons.
+book-class: $(BOOK_BUILT)
+	python -m tools.book.class_build
+	@echo "The class book is in _build/class/_build/html/index.html."
+
 # Always asked, rewritten only when something changed: make then sees a newer file and rebuilds the book.
 $(FINGERPRINT): FORCE $(STAMP)
 	@python -m tools.book.fingerprint
@@ -72,6 +77,7 @@ test: $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory unit
 
 lint: $(DEV_STAMP)
