@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -13,6 +14,10 @@ import pytest
 from tools.book.toc import ROOT
 
 HTML = ROOT / "_build" / "html"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Flags for a closed network: without the background-networking ones Chromium keeps trying Google's hosts.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                 "--disable-background-networking", "--disable-component-update"]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
@@ -41,3 +46,23 @@ def book_url():
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
+
+
+def _chromium_or_skip():
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    reason = f"Chromium not found at {CHROMIUM}: apt-get install chromium chromium-driver (.ci/run does in CI)"
+    if IN_CI:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the module."""
+    executable = _chromium_or_skip()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

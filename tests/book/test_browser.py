@@ -3,46 +3,20 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from urllib.parse import urldefrag, urlparse
 
 import pytest
 import yaml
 
-from tests.book.conftest import IN_CI
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-# Flags for a closed network: without the background-networking ones Chromium keeps trying Google's hosts.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-                 "--disable-background-networking", "--disable-component-update"]
 # Hosts a page may try to reach and fail offline, and why; nothing else may fail or log an error.
 KNOWN_OFFLINE_HOSTS = {
     "unpkg.com": "thebe, loaded only when a reader starts live code",
 }
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
-
-
-def _chromium_or_skip():
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    reason = f"Chromium not found at {CHROMIUM}: apt-get install chromium chromium-driver (.ci/run does in CI)"
-    if IN_CI:
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One headless Chromium for the module."""
-    executable = _chromium_or_skip()
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
