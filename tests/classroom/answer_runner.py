@@ -1,8 +1,9 @@
 """Run a chapter's exercise answers against its tests in plain Python, on the checkpoint BERT_BOOK_CHECKPOINT names.
 
-`python -m tests.classroom.answer_runner <chapter>` prints JSON: for each exercise, which of its tests pass for the
-model solution, for the `partial` answer and for each tempting `wrong` answer. Each answer runs in its own copy of
-the namespace the chapter's setup made; a test passes when its visible and hidden code raise nothing.
+`python -m tests.classroom.answer_runner <chapter>` prints JSON: for each exercise, per test, "" when it passes, else
+its error, for the model solution, the `partial` answer and each tempting `wrong` answer. As in the notebook, an
+exercise sees the setup and the model solutions of the exercises before it; each answer runs in its own copy of that
+namespace; a test passes when its visible and hidden code raise nothing.
 """
 
 from __future__ import annotations
@@ -15,36 +16,39 @@ from tools.book.toc import ROOT
 from tools.classroom.schema import load_chapter
 
 
-def _passes(namespace: dict, exercise, answer: str) -> list[bool]:
-    """Which tests pass after the answer runs in a fresh copy of the namespace (an answer that raises passes none)."""
+def _passes(namespace: dict, exercise, answer: str) -> list[str]:
+    """Per test, "" when it passes after the answer ran in a copy of the namespace, else the error it raised."""
     scope = dict(namespace)
     try:
         exec(compile(exercise.answer_source(answer), f"<{exercise.id} answer>", "exec"), scope)
-    except Exception:  # a wrong answer may raise anything: it then earns nothing
-        return [False] * len(exercise.tests)
+    except Exception as error:  # a wrong answer may raise anything: it then earns nothing
+        return [f"the answer raised {type(error).__name__}: {error}"[:300]] * len(exercise.tests)
     results = []
     for number, test in enumerate(exercise.tests, start=1):
         try:
             exec(compile(test.visible + test.hidden, f"<{exercise.id} test {number}>", "exec"), scope)
-            results.append(True)
-        except Exception:
-            results.append(False)
+            results.append("")
+        except Exception as error:
+            results.append(f"{type(error).__name__}: {error}"[:300])
     return results
 
 
 def run(chapter_name: str) -> dict:
-    """{exercise id: {"solution": [...], "partial": [...] or None, "wrong": [[...], ...]}}; solutions run first."""
+    """{exercise id: {"solution": [...], "partial": [...] or None, "wrong": [[...], ...]}}, in the notebook's order."""
     import matplotlib
 
     matplotlib.use("Agg")
     chapter = load_chapter(ROOT / "exercises" / f"{chapter_name}.yml")
     namespace: dict = {}
     exec(compile(chapter.setup, "<setup>", "exec"), namespace)
-    results = {e.id: {"solution": _passes(namespace, e, e.solution)} for e in chapter.exercises}
+    results = {}
     for exercise in chapter.exercises:
-        result = results[exercise.id]
-        result["partial"] = _passes(namespace, exercise, exercise.partial.solution) if exercise.partial else None
-        result["wrong"] = [_passes(namespace, exercise, wrong.solution) for wrong in exercise.wrong]
+        results[exercise.id] = {
+            "solution": _passes(namespace, exercise, exercise.solution),
+            "partial": _passes(namespace, exercise, exercise.partial.solution) if exercise.partial else None,
+            "wrong": [_passes(namespace, exercise, wrong.solution) for wrong in exercise.wrong],
+        }
+        exec(compile(exercise.answer_source(), f"<{exercise.id} solution>", "exec"), namespace)  # the next see it
     return results
 
 
