@@ -48,3 +48,15 @@ def test_on_a_desktop_the_menu_button_hides_and_shows_the_chapters(browser, book
     _press(tab, ".primary-toggle", 1400)
     assert chapters.evaluate(SHOWN)
     context.close()
+
+
+def test_header_icons_are_drawn_by_the_web_font_without_the_icon_script(browser, book_url):
+    """fontawesome.js is gone (tools/book/sphinx_fixes.py): the theme's CSS must still draw every header icon."""
+    context, tab = _open_page(browser, book_url, 1400)
+    icons = tab.locator(".bd-header-article i.fa-solid, .bd-header-article i.fa-brands")
+    assert icons.count() >= 3
+    for index in range(icons.count()):
+        style = icons.nth(index).evaluate(
+            "e => { const s = getComputedStyle(e, '::before'); return [s.content, s.fontFamily]; }")
+        assert style[0] not in ("none", "normal", '""') and "Font Awesome" in style[1], style
+    context.close()

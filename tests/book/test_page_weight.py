@@ -1,4 +1,5 @@
-"""Each rendered page with its images stays under 2 MB."""
+"""What a reader's browser fetches: each page with its images stays under 2 MB on disk, and a cold visit (empty cache)
+fetches at most the budget beside its figures."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from tests.book.conftest import require_built_book
 from tools.book.toc import toc_pages
 
 LIMIT = 2 * 1024 * 1024
+BUDGET = 1_500_000  # bytes of HTML, CSS, scripts and fonts a cold page fetches, uncompressed, figures excluded
+MATHJAX = 1_200_000  # tex-chtml.js, fetched only by a page with math (measured: 1,160,989 bytes)
 
 
 def page_weight(html: Path) -> int:
@@ -23,3 +26,17 @@ def page_weight(html: Path) -> int:
 def test_page_with_its_images_is_under_two_megabytes(stem):
     weight = page_weight(require_built_book() / f"{stem}.html")
     assert weight < LIMIT, f"{stem}: {weight / 1e6:.2f} MB"
+
+
+@pytest.mark.parametrize("stem", toc_pages())
+def test_a_cold_visit_fetches_no_more_than_the_budget_beside_its_figures(browser, book_url, stem):
+    context = browser.new_context()  # a fresh cache
+    tab = context.new_page()
+    fetched: dict[str, tuple[str, int]] = {}
+    tab.on("requestfinished", lambda r: fetched.__setitem__(r.url, (r.resource_type, r.sizes()["responseBodySize"])))
+    tab.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+    context.close()
+    assert not any("fontawesome.js" in url for url in fetched), "the 1.5 MB icon script is back"
+    has_math = any("mathjax" in url for url in fetched)
+    weight = sum(size for kind, size in fetched.values() if kind != "image")
+    assert weight <= BUDGET + (MATHJAX if has_math else 0), f"{stem}: {weight / 1e6:.2f} MB without figures"
