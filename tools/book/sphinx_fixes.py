@@ -1,6 +1,8 @@
 """Sphinx extension: small fixes to what the theme and extensions write into every page.
 
 - Script tags added twice are dropped (sphinx-thebe 0.3.1 declares THEBE_JS_URL twice on Sphinx 7).
+- The References page's list gets valid ARIA roles (docutils' citation list holds doc-biblioentry items, which a
+  role="list" may not: axe-core's one critical finding).
 - pydata-sphinx-theme's fontawesome.js (1.5 MB, loaded blocking on every page) is removed: the theme's CSS already
   draws the same icons with Font Awesome's web fonts, which a page fetches only for the icons it shows.
 """
@@ -11,6 +13,10 @@ import re
 from pathlib import Path
 
 FONTAWESOME_SCRIPT = re.compile(r'\s*<script src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>')
+CITATION_ROLES = [('class="citation" id=', 'role="listitem" class="citation" id='),
+                  # the search button's visible text ("Search Ctrl+K") must be part of its accessible name
+                  ('title="Search" aria-label="Search" data-bs-placement', 'title="Search" data-bs-placement'),
+                  (' role="doc-biblioentry"', '')]
 
 
 def script_key(script) -> tuple:
@@ -29,14 +35,16 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> Non
     context["script_files"] = unique
 
 
-def drop_fontawesome_script(app, exception) -> None:
-    """After an HTML build: remove the icon script's tag from every page, and the script from _static."""
+def fix_pages(app, exception) -> None:
+    """After an HTML build: drop the icon script (tag and file), give the citation list valid roles."""
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         lighter = FONTAWESOME_SCRIPT.sub("", text)
+        for old, new in CITATION_ROLES:
+            lighter = lighter.replace(old, new)
         if lighter != text:
             page.write_text(lighter, encoding="utf-8")
     for script in (out / "_static" / "scripts").glob("fontawesome.js*"):
@@ -46,5 +54,5 @@ def drop_fontawesome_script(app, exception) -> None:
 def setup(app) -> dict:
     """Register the hooks."""
     app.connect("html-page-context", drop_duplicate_scripts)
-    app.connect("build-finished", drop_fontawesome_script)
+    app.connect("build-finished", fix_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
