@@ -109,8 +109,11 @@ def check_embeddings(embeddings, helper: str) -> str:
     if isinstance(getattr(embeddings, "embeddings", None), nn.Module):
         raise TypeError(f"{helper} got the whole {kind}: pass its embedding layer, model.embeddings.")
     if kind not in HANDLED_EMBEDDINGS:
+        family = type(embeddings).__module__.split(".")[-2] if "models." in type(embeddings).__module__ else ""
         missing = [name for name in TABLES if not hasattr(embeddings, name)]
-        lacks = f" (it has no {', '.join(missing)})" if missing else ""
-        raise TypeError(f"{helper} rebuilds {' and '.join(HANDLED_EMBEDDINGS)} exactly; {kind}{lacks} is "
-                        "another family's layer: call it directly, or see the chapter on the families.")
+        about = [f"the {family} family" if family else "", f"it has no {', '.join(missing)}" if missing else ""]
+        about = "; ".join(part for part in about if part)
+        raise TypeError(f"{helper} rebuilds {' and '.join(HANDLED_EMBEDDINGS)} exactly; {kind}"
+                        f"{f' ({about})' if about else ''} is another family's layer: call it directly, "
+                        "or see the chapter on the families.")
     return kind
