@@ -19,7 +19,7 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoTokenizer, BertModel
 
-__all__ = ["CheckpointError", "describe_checkpoint", "load_bert"]
+__all__ = ["CheckpointError", "describe_checkpoint", "load_bert", "packaged_dir"]
 
 ENV_VAR = "BERT_BOOK_CHECKPOINT"
 PACKAGED = "packaged"
