@@ -14,6 +14,7 @@
     plots               the house style and the figure primitives more than one chapter draws
     tables              the one table type: HTML or Markdown in the book, plain text for nbval
     notebook            setup(): seeds, print options, plot style
+    validation          the argument checks every helper shares: integers, sizes, ids, families (when things go wrong)
 
 Every module lists its public names in __all__; `from helpers import name` finds each of them here.
 """
@@ -32,3 +33,4 @@ from helpers.segments import *  # noqa: F403
 from helpers.sinusoids import *  # noqa: F403
 from helpers.tables import *  # noqa: F403
 from helpers.tokens import *  # noqa: F403
+from helpers.validation import *  # noqa: F403

@@ -12,6 +12,7 @@ import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from torch import nn
 
+from helpers import validation
 from helpers.plots import PART_COLOURS
 
 __all__ = ["check_embedding_inputs", "embedding_parts", "embedding_parameter_table", "embedding_pipeline_diagram"]
@@ -30,16 +31,7 @@ class EmbeddingParts:
 
 
 def _as_ids(name: str, ids) -> torch.Tensor:
-    if isinstance(ids, (str, bytes)):
-        raise TypeError(f"{name} must hold integer ids, not text: run tokenizer(text, return_tensors='pt') first.")
-    ids = torch.as_tensor(ids)
-    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must be integer ids, got dtype {ids.dtype}.")
-    if ids.dim() == 1:
-        ids = ids.unsqueeze(0)  # (seq,) -> (1, seq)
-    if ids.dim() != 2:
-        raise ValueError(f"{name} must have shape (batch, seq) or (seq,), got {tuple(ids.shape)}.")
-    return ids.long()
+    return validation.ids_tensor(name, ids)  # (batch, seq) long; refuses BatchEncodings, strings, ragged lists
 
 
 def _check_range(name: str, ids: torch.Tensor, rows: int, table: str, advice: str) -> None:
@@ -53,16 +45,12 @@ def check_embedding_inputs(embeddings: nn.Module, input_ids, token_type_ids=None
     """Validate ids against the layer's tables; return (input_ids, token_type_ids, position_ids), each (batch, seq).
 
     Taught in segment embeddings, "Limits and relatives"."""
+    validation.check_embeddings(embeddings, "check_embedding_inputs")
     vocab_rows = embeddings.word_embeddings.num_embeddings
     type_rows = embeddings.token_type_embeddings.num_embeddings
     limit = embeddings.position_embeddings.num_embeddings
     input_ids = _as_ids("input_ids", input_ids)
     batch, seq = input_ids.shape
-    if batch == 0 or seq == 0:
-        raise ValueError(
-            f"input_ids has shape {(batch, seq)}: there is nothing to embed. "
-            "Even an empty string tokenises to [CLS] [SEP]; pass at least one token."
-        )
     if seq > limit and position_ids is None:
         raise ValueError(
             f"The sequence has {seq} tokens but the position table has {limit} rows. "
@@ -85,6 +73,9 @@ def check_embedding_inputs(embeddings: nn.Module, input_ids, token_type_ids=None
     position_ids = _as_ids("position_ids", position_ids)
     if position_ids.shape[-1] != seq:
         raise ValueError(f"position_ids has {position_ids.shape[-1]} positions but the sequence has {seq} tokens.")
+    if position_ids.shape[0] not in (1, batch):
+        raise ValueError(f"position_ids has batch size {position_ids.shape[0]} but input_ids has {batch}: "
+                         "give one row of positions for the whole batch, or one per sequence.")
     _check_range("position_ids", position_ids, limit, "position table",
                  "Positions count from 0 and stop at the table's last row.")
     return input_ids, token_type_ids, position_ids.expand(batch, seq)
@@ -94,6 +85,9 @@ def embedding_parts(embeddings: nn.Module, input_ids, token_type_ids=None, posit
     """Rebuild BertEmbeddings.forward step by step, summing in the model's own order.
 
     Taught in the layer at a glance, "What the layer holds"."""
+    if validation.check_embeddings(embeddings, "embedding_parts") == "RobertaEmbeddings" and position_ids is None:
+        position_ids = embeddings.create_position_ids_from_input_ids(  # RoBERTa counts from padding_idx + 1
+            _as_ids("input_ids", input_ids), embeddings.padding_idx)
     input_ids, token_type_ids, position_ids = check_embedding_inputs(embeddings, input_ids, token_type_ids,
                                                                      position_ids)
     token = embeddings.word_embeddings(input_ids)  # (batch, seq, hidden)

@@ -3,6 +3,8 @@ chapter's comparison tables and figures. Reading any model's input layer: input_
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import matplotlib as mpl
@@ -13,6 +15,7 @@ import transformers
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from torch import nn
 
+from helpers import validation
 from helpers.input_layers import InputLayerSummary, _block_prefix
 from helpers.plots import PART_COLOURS
 from helpers.tables import ResultTable
@@ -130,6 +133,10 @@ def padded_position_ids(input_ids, padding_idx: int, past_key_values_length: int
     """RoBERTa's (fairseq's) position ids: padding_idx + (count of non-pad tokens so far); pads get padding_idx.
 
     Taught in one layer, many families, "RoBERTa: positions start at `padding_idx + 1`"."""
+    padding_idx = validation.integer("padding_idx", padding_idx, minimum=0)
+    past_key_values_length = validation.integer("past_key_values_length", past_key_values_length, minimum=0)
+    if isinstance(input_ids, (list, tuple, Mapping)):
+        input_ids = validation.ids_tensor("input_ids", input_ids)
     input_ids = torch.as_tensor(input_ids)
     if input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool or input_ids.dim() != 2:
         raise ValueError(
@@ -146,8 +153,9 @@ def factorised_embedding_parameters(vocab_size: int, hidden_size: int, embedding
 
     Taught in one layer, many families, "ALBERT: a narrow token table and a projection"."""
     for name, value in (("vocab_size", vocab_size), ("hidden_size", hidden_size), ("embedding_size", embedding_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    vocab_size, hidden_size, embedding_size = int(vocab_size), int(hidden_size), int(embedding_size)
     full = vocab_size * hidden_size
     factorised = vocab_size * embedding_size + embedding_size * hidden_size + hidden_size  # table + Linear(E, H)
     return {"full": full, "factorised": factorised, "saving": full - factorised}

@@ -115,8 +115,11 @@ def compare_on_device(embeddings: nn.Module, input_ids, token_type_ids=None, dev
     """Max |difference| between the layer run on (device, dtype) and the same layer in float32 on the CPU.
 
     Taught in the sum and LayerNorm, "bfloat16 and float16 on the CPU"."""
-    device = torch.device(device)
-    if not dtype.is_floating_point:
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}.") from None
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating-point dtype such as torch.float16, got {dtype}.")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device='cuda' but torch sees no CUDA device here: use device='cpu', "

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from torch import nn
 from transformers.models.t5.modeling_t5 import T5Attention
 
+from helpers import validation
 from helpers.plots import _numpy
 
 __all__ = ["relative_offsets", "t5_buckets", "t5_bucket_matrix", "t5_bucket_ranges", "embedding_tables",
@@ -15,15 +18,15 @@ __all__ = ["relative_offsets", "t5_buckets", "t5_bucket_matrix", "t5_bucket_rang
 
 
 def _check_length(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
 
 def _check_bucket_config(bidirectional: bool, num_buckets, max_distance) -> int:
     """Validate T5's bucket settings; return max_exact, the number of one-offset buckets per direction."""
-    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int):
+    if isinstance(num_buckets, bool) or not isinstance(num_buckets, numbers.Integral):
         raise TypeError(f"num_buckets must be an integer, got {num_buckets!r}.")
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int):
+    if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral):
         raise TypeError(f"max_distance must be an integer, got {max_distance!r}.")
     per_direction = num_buckets // 2 if bidirectional else num_buckets
     if per_direction < 2 or (bidirectional and num_buckets % 2):
@@ -47,6 +50,8 @@ def relative_offsets(query_len: int, key_len: int) -> torch.Tensor:
     Taught in sinusoidal encodings, "What T5 really does"."""
     _check_length("query_len", query_len)
     _check_length("key_len", key_len)
+    query_len, key_len = int(query_len), int(key_len)
+    validation.check_allocation("relative_offsets", (query_len, key_len), 8 * 4)  # offsets + bucket temporaries
     return torch.arange(key_len)[None, :] - torch.arange(query_len)[:, None]  # (query, key)
 
 
@@ -55,6 +60,7 @@ def t5_buckets(offsets, bidirectional: bool = True, num_buckets: int = 32, max_d
 
     Taught in sinusoidal encodings, "What T5 really does"."""
     _check_bucket_config(bidirectional, num_buckets, max_distance)
+    num_buckets, max_distance = int(num_buckets), int(max_distance)
     offsets = torch.as_tensor(offsets)
     if offsets.dtype.is_floating_point or offsets.dtype == torch.bool:
         raise TypeError(f"offsets must be integers (key position - query position), got dtype {offsets.dtype}.")
@@ -76,6 +82,8 @@ def t5_bucket_ranges(max_offset: int, bidirectional: bool = True, num_buckets: i
 
     Taught in sinusoidal encodings, "What T5 really does"."""
     _check_length("max_offset", max_offset)
+    max_offset = int(max_offset)
+    validation.check_allocation("t5_bucket_ranges", (2 * max_offset + 1,), 8 * 4)
     offsets = torch.arange(-max_offset, max_offset + 1)
     buckets = t5_buckets(offsets, bidirectional, num_buckets, max_distance)
     ranges = []

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import numbers
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from helpers import validation
 from helpers.anatomy import check_embedding_inputs, embedding_parts
 
 __all__ = ["segment_pattern", "segment_rows", "segment_table_rows", "part_norms",
@@ -20,8 +22,10 @@ def segment_pattern(len_a: int, len_b: int | None = None) -> list[int]:
 
     Taught in segment embeddings, "Pairs"."""
     for name, length in (("len_a", len_a), ("len_b", len_b)):
-        if length is not None and (not isinstance(length, int) or length < 0):
+        if length is not None and (isinstance(length, bool) or not isinstance(length, numbers.Integral)
+                                   or length < 0):
             raise ValueError(f"{name} must be a number of word pieces (an int >= 0), got {length!r}.")
+    validation.check_allocation("segment_pattern", (2 + len_a + (len_b or 0) + 1,), 64)  # a list of Python ints
     pattern = [0] * (1 + len_a + 1)  # [CLS] A [SEP]
     if len_b is not None:
         pattern += [1] * (len_b + 1)  # B [SEP]

@@ -29,7 +29,7 @@ def tiny_dir(tmp_path):
     """A tiny random BERT with its own tokenizer, saved with save_pretrained."""
     torch.manual_seed(0)
     model = BertModel(BertConfig(**TINY)).eval()
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(94)]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(92)] + ["hello", "world"]
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     BertTokenizer(str(tmp_path / "vocab.txt")).save_pretrained(tmp_path)
     model.save_pretrained(tmp_path)
@@ -79,10 +79,51 @@ def test_the_variable_selects_a_local_directory(tiny_dir, monkeypatch, fresh_cac
     assert info.sha256["model.safetensors"] == hashlib.sha256(weights).hexdigest()
 
 
-def test_load_is_cached_per_process(packaged, fresh_cache):
+def test_load_reads_once_per_process_and_hands_out_copies(packaged, fresh_cache):
     first = load_bert()
-    assert load_bert()[0] is first[0] and load_bert()[1] is first[1]
-    assert first[0] is not packaged[0]  # a new cache loads anew: the identity above is the cache's doing
+    second = load_bert()
+    assert checkpoint._load.cache_info().misses == 1  # read and checked once
+    assert second[0] is not first[0] and second[1] is first[1]  # a fresh model each time, one tokenizer
+    for (name, ours), (_, theirs) in zip(first[0].state_dict().items(), second[0].state_dict().items(), strict=True):
+        assert torch.equal(ours, theirs) and ours.data_ptr() != theirs.data_ptr(), name  # equal, not shared
+
+
+def test_a_previous_caller_cannot_change_what_the_next_one_gets(packaged, fresh_cache):
+    model, tokenizer = load_bert()
+    reference = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    model.train()
+    ids = torch.tensor([tokenizer("I am Sinan")["input_ids"]])
+    model(ids).last_hidden_state.sum().backward()
+    torch.optim.SGD(model.parameters(), lr=1.0).step()  # a gradient step on the first caller's copy
+    again, _ = load_bert()
+    assert not again.training and not any(module.training for module in again.modules())
+    for name, tensor in again.state_dict().items():
+        assert torch.equal(tensor, reference[name]), name  # exact: untouched stored values
+    assert not torch.equal(model.embeddings.word_embeddings.weight, reference["embeddings.word_embeddings.weight"])
+
+
+def test_a_relative_path_means_the_same_from_book(tiny_dir, monkeypatch, fresh_cache):
+    directory, saved = tiny_dir
+    book = checkpoint.REPOSITORY_ROOT / "book"
+    monkeypatch.setattr(checkpoint, "REPOSITORY_ROOT", directory.parent)  # the checkout the reader set it in
+    monkeypatch.chdir(book)  # a chapter kernel's working directory
+    monkeypatch.setenv(checkpoint.ENV_VAR, directory.name)  # relative, as typed at the repository root
+    model, _ = load_bert()
+    assert torch.equal(model.embeddings.word_embeddings.weight, saved.embeddings.word_embeddings.weight)
+
+
+def test_a_relative_path_found_only_from_the_working_directory(tiny_dir, monkeypatch, fresh_cache):
+    directory, _ = tiny_dir
+    monkeypatch.chdir(directory.parent)
+    monkeypatch.setenv(checkpoint.ENV_VAR, directory.name)
+    assert checkpoint.local_path(directory.name) == directory
+    assert load_bert()[0].config.hidden_size == TINY["hidden_size"]
+
+
+def test_a_file_where_a_directory_is_expected_is_named_as_such(tiny_dir, monkeypatch, fresh_cache):
+    directory, _ = tiny_dir
+    message = str(checkpoint_error(monkeypatch, str(directory / "config.json")))
+    assert "not a directory" in message and "does not exist" not in message
 
 
 def checkpoint_error(monkeypatch, spec: str) -> CheckpointError:
@@ -128,5 +169,5 @@ def test_description_reads_sizes_from_the_config(packaged):
     assert (info.vocab_size, info.hidden_size, info.num_layers) == (
         config.vocab_size, config.hidden_size, config.num_hidden_layers)
     assert (info.max_positions, info.type_vocab_size) == (config.max_position_embeddings, config.type_vocab_size)
-    assert info.sha256 == checkpoint.PACKAGED_SHA256
+    assert info.sha256 == {name: checkpoint.PACKAGED_SHA256[name] for name in checkpoint.HASHED_FILES}
     assert str(info.location) not in str(info)

@@ -1,0 +1,119 @@
+"""The argument checks every helper shares: integers, sizes against a memory bound, id tensors, the layer's family.
+
+Each check raises TypeError (the wrong kind of thing) or ValueError (the right kind, a wrong value) saying what was
+passed and what to pass instead. Shown at work in the appendix "When things go wrong".
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["MEMORY_BOUND", "check_allocation", "check_embeddings", "integer", "ids_tensor"]
+
+MEMORY_BOUND = 2 * 1024**3  # bytes: no helper allocates more than 2 GiB for one result (a laptop's spare memory)
+HANDLED_EMBEDDINGS = ("BertEmbeddings", "RobertaEmbeddings")  # rebuilt exactly; tested against their forward
+TABLES = ("word_embeddings", "token_type_embeddings", "position_embeddings", "LayerNorm", "dropout")
+
+
+def integer(name: str, value, minimum: int | None = None, even: bool = False) -> int:
+    """value as a Python int: ints, numpy integer scalars and 0-d integer tensors pass; bools and floats do not."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_floating_point() \
+            and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}.")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}.")
+    if even and value % 2:
+        raise ValueError(f"{name} must be an even integer, got {value}.")
+    return value
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} bytes"
+
+
+def check_allocation(what: str, shape: tuple[int, ...], bytes_per_element: int = 8, bound: int | None = None) -> int:
+    """Refuse, before allocating, a result of this shape larger than the memory bound; return its size in bytes."""
+    bound = MEMORY_BOUND if bound is None else bound
+    nbytes = bytes_per_element
+    for size in shape:
+        nbytes *= int(size)
+    if nbytes > bound:
+        raise ValueError(f"{what} of shape {tuple(int(s) for s in shape)} would need {_size(nbytes)} of memory, "
+                         f"above the helpers' bound of {_size(bound)} (helpers.validation.MEMORY_BOUND): "
+                         "ask for fewer rows or columns.")
+    return nbytes
+
+
+def ids_tensor(name: str, ids) -> torch.Tensor:
+    """Integer ids as a long tensor of shape (batch, seq) (a (seq,) input gets batch 1); refuse common mix-ups."""
+    if isinstance(ids, Mapping):
+        keys = ", ".join(map(repr, list(ids)[:4]))
+        raise TypeError(f"{name} got the tokenizer's whole output ({type(ids).__name__} with keys {keys}): pass "
+                        f"one of its entries, e.g. encoded['{name}'].")
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(f"{name} must hold integer ids, not text: run tokenizer(text, return_tensors='pt') first.")
+    if isinstance(ids, (list, tuple)):
+        ids = _nested_list(name, ids)
+    elif isinstance(ids, np.ndarray) and ids.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integer ids, got a numpy array of dtype {ids.dtype}.")
+    elif not isinstance(ids, (torch.Tensor, np.ndarray, numbers.Integral)) or isinstance(ids, bool):
+        raise TypeError(f"{name} must be integer ids (a tensor, array or list of ints), got {type(ids).__name__}.")
+    ids = torch.as_tensor(ids)
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must be integer ids, got dtype {ids.dtype}.")
+    if ids.dim() == 1:
+        ids = ids.unsqueeze(0)  # (seq,) -> (1, seq)
+    if ids.dim() != 2:
+        raise ValueError(f"{name} must have shape (batch, seq) or (seq,), got {tuple(ids.shape)}.")
+    if ids.numel() == 0:
+        raise ValueError(f"{name} has shape {tuple(ids.shape)}: there is nothing to embed. Even an empty string "
+                         "tokenises to [CLS] [SEP]; pass at least one token.")
+    return ids.long()
+
+
+def _nested_list(name: str, ids: list | tuple) -> list:
+    """Check a list of ints, or a list of equal-length lists of ints, before torch sees it."""
+    if len(ids) == 0:
+        raise ValueError(f"{name} is an empty list: there is nothing to embed; pass at least one token id.")
+    rows = ids if all(isinstance(row, (list, tuple)) for row in ids) else [ids]
+    for row in rows:
+        for value in row:
+            if isinstance(value, str):
+                raise TypeError(f"{name} holds token strings such as {value!r}: convert them to ids with "
+                                "tokenizer.convert_tokens_to_ids(tokens).")
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name} must hold integer ids, got {type(value).__name__} {value!r}.")
+    lengths = sorted({len(row) for row in rows})
+    if len(lengths) > 1:
+        raise ValueError(f"{name} is ragged (rows of lengths {lengths}): pad the batch to one length with "
+                         "tokenizer(texts, padding=True, return_tensors='pt').")
+    return [[int(value) for value in row] for row in rows]
+
+
+def check_embeddings(embeddings, helper: str) -> str:
+    """Refuse anything but an embedding layer the helper rebuilds exactly; return the layer's class name."""
+    kind = type(embeddings).__name__
+    if not isinstance(embeddings, nn.Module):
+        raise TypeError(f"{helper} needs the model's embedding layer (model.embeddings), got {kind}.")
+    if isinstance(getattr(embeddings, "embeddings", None), nn.Module):
+        raise TypeError(f"{helper} got the whole {kind}: pass its embedding layer, model.embeddings.")
+    if kind not in HANDLED_EMBEDDINGS:
+        family = type(embeddings).__module__.split(".")[-2] if "models." in type(embeddings).__module__ else ""
+        missing = [name for name in TABLES if not hasattr(embeddings, name)]
+        about = [f"the {family} family" if family else "", f"it has no {', '.join(missing)}" if missing else ""]
+        about = "; ".join(part for part in about if part)
+        raise TypeError(f"{helper} rebuilds {' and '.join(HANDLED_EMBEDDINGS)} exactly; {kind}"
+                        f"{f' ({about})' if about else ''} is another family's layer: call it directly, "
+                        "or see the chapter on the families.")
+    return kind
