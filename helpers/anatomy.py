@@ -211,10 +211,11 @@ def per_token_sum_figure(tokens: list[str], parts: EmbeddingParts, token_type_id
     """The BERT paper's Figure 2, drawn from the weights: per token, E_token + E_A/B + E_position as stacked tiles.
 
     Taught in the layer at a glance, "One sentence pair, token by token"."""
-    rows = [("token", parts.token[0], lambda i: f"E[{tokens[i]}]"),
+    rows = [("token", parts.token[0], lambda i: f"E_{tokens[i]}"),
             ("segment", parts.segment[0], lambda i: f"E_{'AB'[int(token_type_ids[0, i])]}"),
             ("position", parts.position[0], lambda i: f"E_{i}")]
-    limit = max(float(p.detach().abs().max()) for _, p, _ in rows)
+    values = torch.cat([p.detach().abs().flatten() for _, p, _ in rows])
+    limit = float(values.quantile(0.99))  # a few outliers saturate instead of washing out the rest
     fig, axes = plt.subplots(3, len(tokens), figsize=(0.9 * len(tokens) + 1.2, 3.6), squeeze=False)
     for r, (name, values, label) in enumerate(rows):
         for i in range(len(tokens)):
