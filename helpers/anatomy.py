@@ -8,12 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from torch import nn
 
 from helpers import validation
-from helpers.plots import PART_COLOURS
+from helpers.plots import DIVERGING, PART_COLOURS
+from helpers.tables import ResultTable
 
 __all__ = ["check_embedding_inputs", "embedding_parts", "embedding_parameter_table", "embedding_pipeline_diagram"]
 
@@ -147,4 +149,79 @@ def embedding_pipeline_diagram(hidden_size: int, vocab_size: int, max_positions:
     arrow((8.6, 2.2), (8.95, 2.2))
     ax.text(8.97, 2.2, f"(batch, seq,\n {hidden_size})", ha="left", va="center", family="monospace", fontsize=8)
     ax.set_title("BertEmbeddings: three lookups, one sum, LayerNorm, dropout")
+    return fig
+
+
+# ------------------------------------------------------------- the layer at a glance, second edition
+
+__all__ += ["top_directions", "energy_share", "parameter_share_table", "per_token_sum_figure"]
+
+
+def top_directions(rows: torch.Tensor, k: int) -> torch.Tensor:
+    """The k leading right singular vectors of a table (uncentred, as the sum sees it): (k, hidden), orthonormal.
+
+    Taught in the layer at a glance, "Why add, not concatenate?"."""
+    rows = torch.as_tensor(rows, dtype=torch.float64)
+    if rows.dim() != 2 or not 1 <= k <= min(rows.shape):
+        raise ValueError(f"need a (rows, hidden) table and 1 <= k <= {min(rows.shape)}, got {tuple(rows.shape)}, k={k}")
+    return torch.linalg.svd(rows, full_matrices=False).Vh[:k]  # (k, hidden)
+
+
+def energy_share(rows: torch.Tensor, directions: torch.Tensor) -> float:
+    """Share of the rows' total squared norm that lies in the span of orthonormal `directions` (k, hidden).
+
+    A random k-dimensional span holds k / hidden of it on average: the reference scale.
+
+    Taught in the layer at a glance, "Why add, not concatenate?"."""
+    rows = torch.as_tensor(rows, dtype=torch.float64)
+    return float((rows @ directions.T).pow(2).sum() / rows.pow(2).sum())
+
+
+def parameter_share_table(models: dict) -> ResultTable:
+    """The book's one parameter-share table: each embedding part's parameters and share, per model.
+
+    Taught in the layer at a glance, "Where the parameters are"."""
+    parts = {"token table": "word_embeddings", "position table": "position_embeddings",
+             "segment table": "token_type_embeddings", "LayerNorm": "LayerNorm"}
+    headers, columns = ["part"], []
+    for name, model in models.items():
+        total = sum(p.numel() for p in model.parameters())
+        counts = [sum(p.numel() for p in getattr(model.embeddings, attr).parameters()) for attr in parts.values()]
+        counts += [sum(counts), total]
+        columns.append([f"{c:,} ({100 * c / total:.3g}%)" for c in counts])
+        headers.append(name)
+    labels = list(parts) + ["embedding layer", "whole model"]
+    return ResultTable(headers, [[label] + [col[i] for col in columns] for i, label in enumerate(labels)])
+
+
+def _grid(vector: torch.Tensor) -> np.ndarray:
+    """A (hidden,) vector folded into the most nearly square (r, hidden / r) grid."""
+    hidden = vector.numel()
+    r = max(d for d in range(1, int(hidden ** 0.5) + 1) if hidden % d == 0)
+    return vector.detach().float().reshape(r, hidden // r).numpy()
+
+
+def per_token_sum_figure(tokens: list[str], parts: EmbeddingParts, token_type_ids, title: str = ""):
+    """The BERT paper's Figure 2, drawn from the weights: per token, E_token + E_A/B + E_position as stacked tiles.
+
+    Taught in the layer at a glance, "One sentence pair, token by token"."""
+    rows = [("token", parts.token[0], lambda i: f"E_{tokens[i]}"),
+            ("segment", parts.segment[0], lambda i: f"E_{'AB'[int(token_type_ids[0, i])]}"),
+            ("position", parts.position[0], lambda i: f"E_{i}")]
+    values = torch.cat([p.detach().abs().flatten() for _, p, _ in rows])
+    limit = float(values.quantile(0.99))  # a few outliers saturate instead of washing out the rest
+    fig, axes = plt.subplots(3, len(tokens), figsize=(0.9 * len(tokens) + 1.2, 3.6), squeeze=False)
+    for r, (name, values, label) in enumerate(rows):
+        for i in range(len(tokens)):
+            ax = axes[r, i]
+            ax.imshow(_grid(values[i]), cmap=DIVERGING, vmin=-limit, vmax=limit, aspect="auto")
+            ax.set_xticks([]), ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set(visible=True, color=PART_COLOURS[name], linewidth=2.5)
+            ax.set_xlabel(label(i), fontsize=8, labelpad=2)
+        axes[r, 0].set_ylabel(name, fontsize=9, color=PART_COLOURS[name])
+    for i, token in enumerate(tokens):
+        axes[0, i].set_title(token, fontsize=9)
+    if title:
+        fig.suptitle(title, fontweight="bold")
     return fig

@@ -150,3 +150,58 @@ def one_step_row_changes(model: nn.Module, input_ids, token_type_ids=None, lr: f
     loss.backward()
     optimiser.step()
     return (segment_rows(trainee.embeddings) - before).norm(dim=-1)
+
+
+# ------------------------------------------------------------- second edition: row B's history, scales
+
+__all__ += ["dimension_shares", "random_shift_change", "contrastive_step_gradients"]
+
+
+def dimension_shares(table: torch.Tensor) -> torch.Tensor:
+    """Each dimension's share of a table's total squared norm, (hidden,); a uniform table gives 1 / hidden each.
+
+    Taught in segment embeddings, "The table"."""
+    table = torch.as_tensor(table, dtype=torch.float64)
+    if table.dim() == 1:
+        table = table.unsqueeze(0)
+    column = table.pow(2).sum(dim=0)  # (hidden,)
+    return column / column.sum()
+
+
+def random_shift_change(embeddings: nn.Module, input_ids, token_type_ids, norm: float, mask=None,
+                        seed: int = 0, draws: int = 20) -> torch.Tensor:
+    """Relative change of the normalised output when a random vector of length `norm` is added to the tokens in
+    `mask` (default: all): one mean per draw, (draws,). The reference scale for the segment swap.
+
+    Taught in segment embeddings, "How much it matters"."""
+    input_ids, token_type_ids, _ = check_embedding_inputs(embeddings, input_ids, token_type_ids)
+    mask = torch.ones_like(input_ids, dtype=torch.bool) if mask is None else torch.as_tensor(mask).bool()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        parts = embedding_parts(embeddings, input_ids, token_type_ids)
+        hidden = parts.summed.shape[-1]
+        means = []
+        for _ in range(draws):
+            direction = torch.randn(hidden, generator=generator)
+            shifted = parts.summed + mask.unsqueeze(-1) * (norm * direction / direction.norm())
+            change = (embeddings.LayerNorm(shifted) - parts.normalized).norm(dim=-1)
+            means.append((change / parts.normalized.norm(dim=-1)).mean())
+    return torch.stack(means)
+
+
+def contrastive_step_gradients(model: nn.Module, tokenizer, anchors: list[str], positives: list[str]) -> torch.Tensor:
+    """Gradient of the segment table after one fine-tuning-like step, (types, hidden): each text encoded on its
+    own (as sentence-transformers does), mean pooling, in-batch contrastive loss; on a deep copy.
+
+    Taught in segment embeddings, "Row B's history"."""
+    trainee = copy.deepcopy(model)
+
+    def embed(texts):
+        batch = tokenizer(texts, padding=True, return_tensors="pt")  # token types: all 0
+        hidden = trainee(**batch).last_hidden_state  # (batch, seq, hidden)
+        mask = batch["attention_mask"].unsqueeze(-1).float()
+        return F.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)  # (batch, hidden)
+
+    scores = embed(anchors) @ embed(positives).T * 20.0  # (batch, batch), scale 20 as in MNRL
+    F.cross_entropy(scores, torch.arange(len(anchors))).backward()
+    return trainee.embeddings.token_type_embeddings.weight.grad.detach().clone()

@@ -359,3 +359,27 @@ def norm_histogram(norms, marked: dict[str, float] | None = None, title: str = "
         ax.text(value, top * (0.95 - 0.11 * (index % 5)), f" {name}", color="#d62728", fontsize=8,
                 ha="left", va="top", family="monospace")
     return fig
+
+
+# ------------------------------------------------------------- one change at a time (second edition)
+
+__all__ += ["final_state"]
+
+
+def final_state(model, tokenizer, text: str, word: str, shift: int = 0) -> torch.Tensor:
+    """The last hidden state of `word` (one token, first occurrence) in `text`, positions moved by `shift`: (hidden,).
+
+    shift=0 gives the model's own default positions; shift=k feeds position ids k, k+1, ... (same tokens, same
+    context, only the positions differ). Taught in token embeddings, "Context-free vectors"."""
+    encoded = tokenizer(text, return_tensors="pt")
+    ids = encoded["input_ids"]  # (1, seq)
+    word_id = single_token_id(tokenizer, word)
+    if word_id not in ids[0].tolist():
+        raise ValueError(f"{word!r} does not occur as a token of {text!r}.")
+    limit = model.config.max_position_embeddings
+    if not 0 <= shift <= limit - ids.shape[1]:
+        raise ValueError(f"shift must be in 0..{limit - ids.shape[1]} so that every position has a row, got {shift}.")
+    positions = torch.arange(ids.shape[1]).unsqueeze(0) + shift  # (1, seq)
+    with torch.no_grad():
+        hidden = model(**encoded, position_ids=positions).last_hidden_state[0]  # (seq, hidden)
+    return hidden[ids[0].tolist().index(word_id)]

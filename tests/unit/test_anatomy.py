@@ -184,3 +184,60 @@ def test_embedding_parts_on_cuda_equal_transformers(tiny_bert):
     ids, types = (t.to("cuda") for t in random_inputs(tiny_bert))
     with torch.no_grad():
         assert torch.equal(embedding_parts(layer, ids, types).output, layer(ids, types))
+
+
+# ------------------------------------------------------------------ second edition: orthogonality, shares, figure
+
+
+def test_energy_share_against_a_numpy_projection(any_bert):
+    import numpy as np
+
+    from helpers import energy_share, top_directions
+
+    tables = any_bert.embeddings
+    rows = tables.word_embeddings.weight.detach()[:200].double().numpy()
+    other = tables.position_embeddings.weight.detach().double().numpy()
+    k = 4
+    _, _, vt = np.linalg.svd(other, full_matrices=False)  # numpy's own SVD: the reference
+    projector = vt[:k].T @ vt[:k]  # (hidden, hidden)
+    expected = np.square(rows @ projector).sum() / np.square(rows).sum()
+    got = energy_share(torch.from_numpy(rows), top_directions(torch.from_numpy(other), k))
+    assert abs(got - expected) < 1e-10  # float64 on both sides, short reductions
+
+
+def test_energy_share_limits_and_random_reference():
+    from helpers import energy_share, top_directions
+
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.randn(50, 64, generator=generator, dtype=torch.float64)
+    assert abs(energy_share(rows, top_directions(rows, 50)) - 1.0) < 1e-12  # its own full span holds it all
+    random = torch.randn(8, 64, generator=generator, dtype=torch.float64)
+    share = energy_share(rows, top_directions(random, 8))
+    assert 0.02 < share < 0.3  # a random 8-dim span of 64 holds about 8/64 = 0.125
+    with pytest.raises(ValueError):
+        top_directions(rows, 0)
+
+
+def test_parameter_share_table_counts_like_transformers(any_bert):
+    from helpers import parameter_share_table
+
+    table = parameter_share_table({"m": any_bert})
+    counts = {row[0]: int(row[1].split()[0].replace(",", "")) for row in table.rows}
+    embeddings = any_bert.embeddings
+    assert counts["token table"] == embeddings.word_embeddings.weight.numel()
+    assert counts["segment table"] == embeddings.token_type_embeddings.weight.numel()
+    assert counts["embedding layer"] == sum(p.numel() for p in embeddings.parameters())
+    assert counts["whole model"] == sum(p.numel() for p in any_bert.parameters())
+
+
+def test_per_token_sum_figure_draws_three_rows_per_token(tiny_bert):
+    import matplotlib.pyplot as plt
+
+    from helpers import per_token_sum_figure
+
+    ids, types = random_inputs(tiny_bert, batch=1, seq=5)
+    parts = embedding_parts(tiny_bert.embeddings, ids, types)
+    fig = per_token_sum_figure([f"t{i}" for i in range(5)], parts, types)
+    assert len(fig.axes) == 3 * 5
+    assert fig.axes[5].get_xlabel().startswith("E_")  # the segment row's labels
+    plt.close(fig)

@@ -342,3 +342,48 @@ def test_check_embedding_inputs_gives_the_clear_errors(any_bert):
         check_embedding_inputs(embeddings, ids, types[:, :-1])
     with pytest.raises(ValueError, match="holds -1"):
         check_embedding_inputs(embeddings, ids, torch.full_like(ids, -1))
+
+
+# ------------------------------------------------------------------ second edition: shares, scales, row B
+
+
+def test_dimension_shares_against_numpy(any_bert):
+    from helpers import dimension_shares
+
+    table = any_bert.embeddings.token_type_embeddings.weight.detach()
+    reference = np.square(table.double().numpy()).sum(axis=0)
+    reference /= reference.sum()
+    np.testing.assert_allclose(dimension_shares(table).numpy(), reference, rtol=1e-12)  # float64 both sides
+    assert abs(float(dimension_shares(table[0]).sum()) - 1) < 1e-12
+
+
+def test_random_shift_change_against_a_hand_computation(tiny_bert):
+    from helpers import random_shift_change
+
+    embeddings = tiny_bert.embeddings
+    ids = torch.tensor([[2, 5, 7, 9]])
+    types = torch.tensor([[0, 0, 1, 1]])
+    assert torch.equal(random_shift_change(embeddings, ids, types, 0.0, draws=3), torch.zeros(3))
+    got = random_shift_change(embeddings, ids, types, 0.5, seed=1, draws=1)
+    direction = torch.randn(embeddings.LayerNorm.normalized_shape[0], generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        base = embeddings(ids, types)
+        summed = (embeddings.word_embeddings(ids) + embeddings.token_type_embeddings(types)) \
+            + embeddings.position_embeddings(torch.arange(4))[None]
+        moved = embeddings.LayerNorm(summed + 0.5 * direction / direction.norm())
+    expected = ((moved - base).norm(dim=-1) / base.norm(dim=-1)).mean()
+    hidden = direction.numel()
+    assert abs(float(got[0]) - float(expected)) < 10 * EPS32 * hidden ** 0.5  # float32, same ops
+
+
+def test_contrastive_step_never_reaches_row_b(packaged):
+    from helpers import contrastive_step_gradients
+
+    model, tokenizer = packaged
+    before = model.embeddings.token_type_embeddings.weight.detach().clone()
+    grad = contrastive_step_gradients(model, tokenizer, ["a dog runs", "the sky is blue"],
+                                      ["a puppy is running", "blue sky today"])
+    assert grad.shape == before.shape
+    assert torch.equal(grad[1], torch.zeros_like(grad[1]))  # no token has type 1: exactly zero
+    assert grad[0].abs().sum() > 0
+    assert torch.equal(model.embeddings.token_type_embeddings.weight, before)  # the model is untouched

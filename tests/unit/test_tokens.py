@@ -298,3 +298,31 @@ def test_word_group_pca_bad_input(packaged):
         word_group_pca(model, tokenizer, {"a": ["red", "blue"]})
     with pytest.raises(ValueError, match="not one token"):
         word_group_pca(model, tokenizer, {"a": ["red", "blue", "sinan"]})
+
+
+# ------------------------------------------------------------------ final_state: one change at a time
+
+
+def test_final_state_equals_the_model_with_explicit_positions(packaged):
+    from helpers import final_state
+
+    model, tokenizer = packaged
+    text = "we sat on the bank of the river"
+    encoded = tokenizer(text, return_tensors="pt")
+    where = encoded["input_ids"][0].tolist().index(tokenizer.convert_tokens_to_ids("bank"))
+    with torch.no_grad():
+        default = model(**encoded).last_hidden_state[0, where]
+        shifted = model(**encoded, position_ids=torch.arange(3, 3 + encoded["input_ids"].shape[1])[None])
+    assert torch.equal(final_state(model, tokenizer, text, "bank"), default)
+    assert torch.equal(final_state(model, tokenizer, text, "bank", shift=3), shifted.last_hidden_state[0, where])
+    assert not torch.equal(final_state(model, tokenizer, text, "bank", shift=3), default)
+
+
+def test_final_state_rejects_missing_words_and_bad_shifts(packaged):
+    from helpers import final_state
+
+    model, tokenizer = packaged
+    with pytest.raises(ValueError, match="does not occur"):
+        final_state(model, tokenizer, "we sat by the river", "bank")
+    with pytest.raises(ValueError, match="shift"):
+        final_state(model, tokenizer, "the bank", "bank", shift=model.config.max_position_embeddings)
