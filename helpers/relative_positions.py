@@ -115,7 +115,7 @@ def bucket_heatmaps(matrices: dict[str, object], num_buckets: int, max_distance:
                 queries = np.arange(n_query)
                 keys = queries + sign * max_distance
                 inside = (keys >= 0) & (keys < n_key)
-                ax.plot(keys[inside], queries[inside], color="white", linestyle="--", linewidth=1)
+                ax.plot(keys[inside], queries[inside], color="black", linestyle="--", linewidth=1)
         ax.set(title=name, xlabel="key position", ylabel="query position")
     fig.colorbar(image, ax=axes[0], shrink=0.85, label="bucket id")
     return fig
