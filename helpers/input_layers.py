@@ -10,7 +10,8 @@ import torch
 import transformers
 from torch import nn
 
-__all__ = ["input_layer_summary", "block_norm_placement", "first_block_input", "position_reaches_input"]
+__all__ = ["input_layer_summary", "block_norm_placement", "first_block_input", "position_reaches_input",
+           "attention_terms", "position_score_properties"]
 
 
 def _is_norm(module: nn.Module) -> bool:
@@ -198,3 +199,68 @@ def position_reaches_input(model: nn.Module, token_id: int = 5, length: int = 6)
     Taught in one layer, many families, "The comparison table"."""
     states = first_block_input(model, torch.full((1, length), token_id))[0]  # (length, hidden)
     return not torch.allclose(states, states[:1].expand_as(states), atol=1e-6, rtol=0.0)
+
+
+def _heads(vectors: torch.Tensor, linear: nn.Linear, heads: int, with_bias: bool) -> torch.Tensor:
+    """(tokens, hidden) through a query or key projection, split into heads: (heads, tokens, head_dim)."""
+    out = vectors @ linear.weight.T + (linear.bias if with_bias else 0)
+    return out.view(vectors.shape[0], heads, -1).transpose(0, 1)
+
+
+def attention_terms(model: nn.Module, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> dict:
+    """Layer 0's attention logits of a BERT split as in TUPE (Ke et al. 2021, section 3): word-word, word-position,
+    position-word, position-position, and the rest (LayerNorm's shift and the projections' biases).
+
+    LayerNorm(w + p) = gamma (w - mean w) / s + gamma (p - mean p) / s + beta, with s the sum's own standard
+    deviation per token, splits exactly; each term is (heads, tokens, tokens), float32; "all" is their sum.
+
+    Taught in one layer, many families, "How position enters attention, on real weights"."""
+    if input_ids.dim() != 2 or input_ids.shape[0] != 1:
+        raise ValueError(f"input_ids must have shape (1, tokens), got {tuple(input_ids.shape)}.")
+    emb, ids = model.embeddings, input_ids[0]
+    positions = torch.arange(len(ids)) if position_ids is None else position_ids
+    with torch.no_grad():
+        word = emb.word_embeddings(ids) + emb.token_type_embeddings(torch.zeros_like(ids))  # type 0 goes with word
+        position = emb.position_embeddings(positions)
+        total = word + position
+        spread = (total.var(-1, unbiased=False, keepdim=True) + emb.LayerNorm.eps).sqrt()  # (tokens, 1)
+        gamma = emb.LayerNorm.weight
+        parts = {"word": gamma * (word - word.mean(-1, keepdim=True)) / spread,
+                 "position": gamma * (position - position.mean(-1, keepdim=True)) / spread}
+        attention = model.encoder.layer[0].attention.self
+        heads = attention.num_attention_heads
+        q = {n: _heads(v, attention.query, heads, False) for n, v in parts.items()}
+        k = {n: _heads(v, attention.key, heads, False) for n, v in parts.items()}
+        rest = emb.LayerNorm.bias.expand_as(word)
+        q_rest, k_rest = _heads(rest, attention.query, heads, True), _heads(rest, attention.key, heads, True)
+        scale = q_rest.shape[-1] ** -0.5
+        terms = {f"{a}-{b}": q[a] @ k[b].transpose(1, 2) * scale for a in parts for b in parts}
+        q_all, k_all = sum(q.values()) + q_rest, sum(k.values()) + k_rest
+        terms["rest"] = q_all @ k_all.transpose(1, 2) * scale - sum(terms.values())
+        terms["all"] = q_all @ k_all.transpose(1, 2) * scale
+    return terms
+
+
+def position_score_properties(scores: torch.Tensor, max_offset: int = 20) -> dict[str, float]:
+    """Wang et al. 2021's properties of a (positions, positions) score matrix phi(x, y), at the attention level:
+
+    translation: share of phi's variance explained by the offset y - x alone (1: phi depends only on the offset);
+    monotonicity: share of steps 1..max_offset, both directions, where phi falls as |y - x| grows (1: always);
+    symmetry: correlation of phi(x, y) with phi(y, x) off the diagonal (1: symmetric).
+
+    Taught in one layer, many families, "How position enters attention, on real weights"."""
+    from helpers.sinusoids import offset_residual  # taught in the sinusoid chapter
+
+    scores = scores.double()
+    n = scores.shape[0]
+    if scores.dim() != 2 or n != scores.shape[1] or n <= max_offset + 1:
+        raise ValueError(f"scores must be square with more than {max_offset + 1} positions, got {tuple(scores.shape)}.")
+    translation = 1 - offset_residual(scores).var() / scores.var()
+    falls = []
+    for matrix in (scores, scores.T):  # keys after the query, then keys before it
+        rows = torch.arange(n - max_offset - 1)[:, None]
+        steps = matrix[rows, rows + torch.arange(1, max_offset + 2)]  # (queries, offsets 1..max_offset+1)
+        falls.append((steps[:, 1:] < steps[:, :-1]).double().mean())
+    off = ~torch.eye(n, dtype=torch.bool)
+    symmetry = torch.corrcoef(torch.stack([scores[off], scores.T[off]]))[0, 1]
+    return {"translation": float(translation), "monotonicity": float(sum(falls) / 2), "symmetry": float(symmetry)}

@@ -1,7 +1,9 @@
-"""Relative position schemes: T5's bucketed attention bias (Raffel et al. 2020, section 2.1), and its figure."""
+"""Relative position schemes: T5's bucketed attention bias (Raffel et al. 2020, section 2.1), ALiBi's linear bias
+(Press et al. 2022, section 3), and their figures."""
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import matplotlib.pyplot as plt
@@ -11,10 +13,10 @@ from torch import nn
 from transformers.models.t5.modeling_t5 import T5Attention
 
 from helpers import validation
-from helpers.plots import _numpy
+from helpers.plots import OKABE_ITO, PART_COLOURS, SEQUENTIAL, _numpy
 
 __all__ = ["relative_offsets", "t5_buckets", "t5_bucket_matrix", "t5_bucket_ranges", "embedding_tables",
-           "bucket_heatmaps"]
+           "bucket_heatmaps", "bucket_staircase", "bias_each_block_receives", "alibi_slopes", "alibi_bias"]
 
 
 def _check_length(name: str, value) -> None:
@@ -47,7 +49,7 @@ def _check_bucket_config(bidirectional: bool, num_buckets, max_distance) -> int:
 def relative_offsets(query_len: int, key_len: int) -> torch.Tensor:
     """Offset key position - query position for every (query, key) pair, as T5's compute_bias; (query, key) long.
 
-    Taught in sinusoidal encodings, "What T5 really does"."""
+    Taught in relative positions, "What T5 really does"."""
     _check_length("query_len", query_len)
     _check_length("key_len", key_len)
     query_len, key_len = int(query_len), int(key_len)
@@ -58,7 +60,7 @@ def relative_offsets(query_len: int, key_len: int) -> torch.Tensor:
 def t5_buckets(offsets, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
     """T5's bucket id for each offset (key - query), computed by transformers' T5Attention._relative_position_bucket.
 
-    Taught in sinusoidal encodings, "What T5 really does"."""
+    Taught in relative positions, "What T5 really does"."""
     _check_bucket_config(bidirectional, num_buckets, max_distance)
     num_buckets, max_distance = int(num_buckets), int(max_distance)
     offsets = torch.as_tensor(offsets)
@@ -72,7 +74,7 @@ def t5_bucket_matrix(query_len: int, key_len: int, bidirectional: bool = True, n
                      max_distance: int = 128) -> torch.Tensor:
     """Bucket id of every (query, key) pair: the index into relative_attention_bias; shape (query_len, key_len).
 
-    Taught in sinusoidal encodings, "What T5 really does"."""
+    Taught in relative positions, "What T5 really does"."""
     return t5_buckets(relative_offsets(query_len, key_len), bidirectional, num_buckets, max_distance)
 
 
@@ -80,7 +82,7 @@ def t5_bucket_ranges(max_offset: int, bidirectional: bool = True, num_buckets: i
                      max_distance: int = 128) -> list[tuple[int, int, int]]:
     """(bucket, first offset, last offset) for every bucket hit by offsets -max_offset .. max_offset, by bucket id.
 
-    Taught in sinusoidal encodings, "What T5 really does"."""
+    Taught in relative positions, "What T5 really does"."""
     _check_length("max_offset", max_offset)
     max_offset = int(max_offset)
     validation.check_allocation("t5_bucket_ranges", (2 * max_offset + 1,), 8 * 4)
@@ -96,7 +98,7 @@ def t5_bucket_ranges(max_offset: int, bidirectional: bool = True, num_buckets: i
 def embedding_tables(model: nn.Module) -> dict[str, tuple[int, ...]]:
     """Every nn.Embedding in a model -> its weight shape, in module order; tied (shared) weights listed once.
 
-    Taught in sinusoidal encodings, "What T5 really does"."""
+    Taught in relative positions, "What T5 really does"."""
     tables, seen = {}, set()
     for name, module in model.named_modules():
         if isinstance(module, nn.Embedding) and id(module.weight) not in seen:
@@ -108,9 +110,9 @@ def embedding_tables(model: nn.Module) -> dict[str, tuple[int, ...]]:
 def bucket_heatmaps(matrices: dict[str, object], num_buckets: int, max_distance: int | None = None):
     """Draw (query, key) matrices of relative-position bucket ids; dashed lines mark |key - query| = max_distance.
 
-    Taught in sinusoidal encodings, "What T5 really does"."""
+    Taught in relative positions, "What T5 really does"."""
     fig, axes = plt.subplots(1, len(matrices), figsize=(4.2 * len(matrices) + 0.8, 4.0), squeeze=False)
-    cmap = plt.get_cmap("turbo", num_buckets)  # neighbouring buckets get visibly different colours
+    cmap = plt.get_cmap(SEQUENTIAL, num_buckets)  # one shade per bucket id, dark (0) to light (last)
     for ax, (name, matrix) in zip(axes[0], matrices.items(), strict=True):
         values = _numpy(matrix)
         image = ax.imshow(values, cmap=cmap, vmin=-0.5, vmax=num_buckets - 0.5)
@@ -120,7 +122,75 @@ def bucket_heatmaps(matrices: dict[str, object], num_buckets: int, max_distance:
                 queries = np.arange(n_query)
                 keys = queries + sign * max_distance
                 inside = (keys >= 0) & (keys < n_key)
-                ax.plot(keys[inside], queries[inside], color="white", linestyle="--", linewidth=1)
+                ax.plot(keys[inside], queries[inside], color="black", linestyle="--", linewidth=1)
         ax.set(title=name, xlabel="key position", ylabel="query position")
     fig.colorbar(image, ax=axes[0], shrink=0.85, label="bucket id")
     return fig
+
+
+def bucket_staircase(num_buckets: int = 32, max_distance: int = 128, max_offset: int = 200):
+    """Bucket id against the offset key - query, encoder and decoder, with each last bucket's start marked.
+
+    Taught in relative positions, "Which buckets are used"."""
+    offsets = torch.arange(-max_offset, max_offset + 1)
+    fig, ax = plt.subplots(figsize=(8.0, 3.6))
+    for colour, (label, bidirectional) in zip(OKABE_ITO, {"encoder (bidirectional)": True,
+                                                          "decoder (causal)": False}.items(), strict=False):
+        buckets = t5_buckets(offsets, bidirectional, num_buckets, max_distance)
+        ax.step(_numpy(offsets), _numpy(buckets), where="mid", color=colour, label=label)
+        for direction in (1, -1) if bidirectional else (-1,):
+            side = offsets * direction > 0
+            last = int(buckets[side].max())  # the direction's last bucket
+            start = int(offsets[side & (buckets == last)].abs().min()) * direction
+            ax.axvline(start, color=colour, linestyle=":", linewidth=1)
+            ax.annotate(f"bucket {last} from {start:+d}", (start, last), xytext=(4, -12),
+                        textcoords="offset points", fontsize=8, color=colour)
+    for distance in (-max_distance, max_distance):
+        ax.axvline(distance, color=PART_COLOURS["other"], linestyle="--", linewidth=1)
+    ax.set(title="T5 bucket id against the offset (dashed: max_distance)", xlabel="offset key - query",
+           ylabel="bucket id")
+    ax.legend(frameon=False, fontsize=8, loc="upper center")
+    return fig
+
+
+def bias_each_block_receives(stack: nn.Module, input_ids: torch.Tensor) -> list:
+    """Run a T5 stack once; the position_bias argument each block's self-attention received (None: computes it).
+
+    Taught in relative positions, "One table, every layer"."""
+    received = []
+
+    def record(module, args, kwargs):
+        received.append(kwargs.get("position_bias"))
+
+    attentions = [block.layer[0].SelfAttention for block in stack.block]
+    handles = [a.register_forward_pre_hook(record, with_kwargs=True) for a in attentions]
+    try:
+        with torch.no_grad():
+            stack(input_ids=input_ids)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return received
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """ALiBi's head slopes: 2^(-8k/n) for k = 1..n when n is a power of two; otherwise the closest power of two's
+    slopes, then every other slope of twice that many heads (Press et al. 2022, section 3); float64, (heads,).
+
+    Taught in relative positions, "ALiBi: a straight line instead of buckets"."""
+    _check_length("num_heads", num_heads)
+
+    def powers_of_two(n: int) -> list[float]:
+        return [2.0 ** (-8.0 * k / n) for k in range(1, n + 1)]
+
+    closest = 2 ** int(math.floor(math.log2(num_heads)))
+    slopes = powers_of_two(closest) + powers_of_two(2 * closest)[0::2][: num_heads - closest]
+    return torch.tensor(slopes, dtype=torch.float64)
+
+
+def alibi_bias(num_heads: int, length: int) -> torch.Tensor:
+    """ALiBi's causal bias -m_h * (query - key) for keys at or before the query; (heads, query, key), float64.
+
+    Taught in relative positions, "ALiBi: a straight line instead of buckets"."""
+    distance = -relative_offsets(length, length).clamp(max=0)  # (query, key): query - key, 0 for future keys
+    return -alibi_slopes(num_heads)[:, None, None] * distance

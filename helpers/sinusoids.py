@@ -13,7 +13,7 @@ import transformers
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 from helpers import validation
-from helpers.plots import DIVERGING, PART_COLOURS, SEQUENTIAL, _numpy
+from helpers.plots import DIVERGING, OKABE_ITO, PART_COLOURS, SEQUENTIAL, _numpy
 
 __all__ = [
     "sinusoidal_table",
@@ -28,6 +28,7 @@ __all__ = [
     "similarity_heatmap",
     "labelled_curves",
     "score_heatmaps",
+    "clock_hands",
 ]
 
 
@@ -252,4 +253,29 @@ def score_heatmaps(rows: dict[str, dict[str, object]], xlabel: str = "key positi
             fig.colorbar(image, ax=list(axes_row), shrink=0.85, label=label)
     if title:
         fig.suptitle(title, fontweight="bold")
+    return fig
+
+
+def clock_hands(d_model: int, pairs: tuple[int, ...], positions: tuple[int, ...], base: float = 10000.0):
+    """One dial per (sin, cos) pair i: a hand at angle pos * w_i for each position, drawn as (cos, sin).
+
+    Taught in sinusoidal encodings, "Clock hands"."""
+    if len(positions) > len(OKABE_ITO):
+        raise ValueError(f"at most {len(OKABE_ITO)} positions fit the palette, got {len(positions)}.")
+    frequencies = _inverse_frequencies(d_model, base)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(2.9 * len(pairs), 3.3), squeeze=False)
+    circle = np.linspace(0, 2 * np.pi, 200)
+    for ax, pair in zip(axes[0], pairs, strict=True):
+        ax.plot(np.cos(circle), np.sin(circle), color=PART_COLOURS["other"], linewidth=0.8)
+        for colour, pos in zip(OKABE_ITO, positions, strict=False):
+            angle = pos * float(frequencies[pair])
+            ax.annotate("", (np.cos(angle), np.sin(angle)), (0, 0),
+                        arrowprops={"arrowstyle": "->", "color": colour, "linewidth": 1.6})
+            ax.annotate(str(pos), (1.18 * np.cos(angle), 1.18 * np.sin(angle)), color=colour,
+                        ha="center", va="center", fontsize=9, fontweight="bold")
+        ax.set(xlim=(-1.4, 1.4), ylim=(-1.4, 1.4), aspect="equal", xticks=[], yticks=[],
+               title=f"pair {pair}: {float(frequencies[pair]):.3f} rad per step",
+               xlabel="cos (column 2i+1)", ylabel="sin (column 2i)")
+        ax.title.set_fontsize(10)
+    fig.suptitle("One hand per position: each pair turns at its own speed", fontweight="bold")
     return fig

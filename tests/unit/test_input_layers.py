@@ -136,3 +136,62 @@ def test_electra_projection_only_when_sizes_differ():
 def test_summary_bad_input():
     with pytest.raises(TypeError, match="expected a transformers model"):
         input_layer_summary(nn.Linear(3, 3))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# TUPE's four terms (Ke et al. 2021, section 3) and Wang et al. 2021's properties at the attention level
+
+
+def _bert(hidden=48, heads=4, seed=0):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=60, hidden_size=hidden, num_hidden_layers=1, num_attention_heads=heads,
+                        intermediate_size=32, max_position_embeddings=40, attn_implementation="eager")
+    return BertModel(config).eval()
+
+
+@pytest.mark.parametrize(("hidden", "heads"), [(48, 4), (64, 2)])
+def test_attention_terms_add_up_to_the_models_own_attention(hidden, heads):
+    from helpers import attention_terms
+
+    model = _bert(hidden, heads)
+    ids = torch.tensor([[2, 17, 5, 33, 9, 3]])
+    terms = attention_terms(model, ids)
+    parts = sum(terms[name] for name in terms if name != "all")
+    # float32 sums of a handful of (heads, n, n) terms: a few ulps of the largest logit
+    scale = float(terms["all"].abs().max())
+    torch.testing.assert_close(parts, terms["all"], rtol=0, atol=1e-5 * scale)
+    with torch.no_grad():
+        probabilities = model(ids, output_attentions=True).attentions[0][0]  # (heads, n, n), transformers' softmax
+    # two float32 routes through sums of `hidden` products, then a softmax: 1e-5
+    torch.testing.assert_close(terms["all"].softmax(-1), probabilities, rtol=0, atol=1e-5)
+    assert set(terms) == {"word-word", "word-position", "position-word", "position-position", "rest", "all"}
+
+
+def test_attention_terms_need_one_sentence():
+    from helpers import attention_terms
+
+    with pytest.raises(ValueError, match="shape"):
+        attention_terms(_bert(), torch.zeros(2, 5, dtype=torch.long))
+
+
+def test_properties_of_a_decreasing_symmetric_toeplitz_matrix_are_all_one():
+    from helpers import position_score_properties
+
+    n = torch.arange(40)
+    scores = -(n[None, :] - n[:, None]).abs().double()  # phi = -|y - x|: offset-only, monotone, symmetric
+    assert position_score_properties(scores) == pytest.approx(
+        {"translation": 1.0, "monotonicity": 1.0, "symmetry": 1.0}, abs=1e-12)  # float64, exact by construction
+
+
+def test_properties_of_noise_and_of_an_antisymmetric_matrix():
+    from helpers import position_score_properties
+
+    noise = torch.randn(60, 60, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    props = position_score_properties(noise)
+    # independent Gaussians: offsets explain about (2n - 1) / n^2 of the variance, half the steps fall
+    assert props["translation"] < 0.1 and abs(props["monotonicity"] - 0.5) < 0.1 and abs(props["symmetry"]) < 0.1
+    assert position_score_properties(noise - noise.T)["symmetry"] == pytest.approx(-1.0, abs=1e-12)
+    with pytest.raises(ValueError, match="square"):
+        position_score_properties(noise[:10, :10])

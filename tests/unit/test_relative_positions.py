@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 from transformers import T5Config, T5Model
 from transformers.models.t5.modeling_t5 import T5Attention
 
-from helpers import embedding_tables, relative_offsets, t5_bucket_matrix, t5_bucket_ranges, t5_buckets
+from helpers import (
+    alibi_bias,
+    alibi_slopes,
+    bias_each_block_receives,
+    bucket_heatmaps,
+    bucket_staircase,
+    embedding_tables,
+    relative_offsets,
+    t5_bucket_matrix,
+    t5_bucket_ranges,
+    t5_buckets,
+)
+from helpers.plots import SEQUENTIAL
 
 SETTINGS = [(True, 32, 128), (False, 32, 128), (True, 64, 512), (False, 16, 40), (True, 8, 20)]
 
@@ -123,3 +136,64 @@ def test_offsets_must_be_integers():
         t5_buckets(torch.tensor([0.5, 1.0]))
     with pytest.raises(TypeError, match="num_buckets must be an integer"):
         t5_buckets(torch.arange(3), True, 32.0, 128)
+
+
+# ALiBi (Press et al. 2022, section 3) against transformers' Bloom implementation
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3, 5, 8, 12, 16, 24, 40, 64])
+def test_alibi_slopes_match_bloom(heads):
+    from transformers.models.bloom.modeling_bloom import _get_alibi_slopes
+
+    # Bloom computes the powers in float32: a few float32 ulps of each slope
+    torch.testing.assert_close(alibi_slopes(heads).float(), _get_alibi_slopes(heads, "cpu"), rtol=1e-6, atol=0)
+
+
+def test_alibi_slopes_of_eight_heads_are_the_papers():
+    expected = torch.tensor([1 / 2 ** k for k in range(1, 9)], dtype=torch.float64)  # 1/2, 1/4, ..., 1/256
+    assert torch.equal(alibi_slopes(8), expected)
+
+
+def test_alibi_bias_gives_blooms_attention_after_softmax():
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    heads, n = 12, 9  # 12: slopes that are not powers of two
+    logits = torch.randn(heads, n, n, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    bloom = build_alibi_tensor(torch.ones(1, n), heads, torch.float64).reshape(heads, 1, n)  # slope * key
+    causal = torch.ones(n, n, dtype=torch.bool).tril()
+    ours = (logits + alibi_bias(heads, n)).masked_fill(~causal, float("-inf")).softmax(-1)
+    theirs = (logits + bloom).masked_fill(~causal, float("-inf")).softmax(-1)
+    # they differ by slope * query on each row, which softmax removes; Bloom's slopes are float32
+    # (6e-8 relative) times distances below 9: logits and probabilities within 1e-6
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-6)
+    assert torch.equal(alibi_bias(heads, n)[:, 4, 2], -2 * alibi_slopes(heads))
+
+
+def test_alibi_bad_head_count():
+    with pytest.raises(ValueError, match="num_heads must be a positive integer"):
+        alibi_slopes(0)
+
+
+def test_every_block_after_the_first_receives_block_zeros_bias():
+    torch.manual_seed(0)
+    encoder = T5Model(small_t5_config()).eval().encoder
+    ids = torch.tensor([[3, 7, 1, 9, 2]])
+    received = bias_each_block_receives(encoder, ids)
+    with torch.no_grad():
+        own = encoder.block[0].layer[0].SelfAttention.compute_bias(5, 5)
+    assert len(received) == len(encoder.block) and received[0] is None
+    assert all(torch.equal(bias, own) for bias in received[1:])
+
+
+def test_staircase_marks_where_the_last_buckets_start():
+    fig = bucket_staircase(32, 128, 200)
+    labels = {text.get_text() for text in fig.axes[0].texts}
+    # Raffel et al.'s settings: the last bucket starts at +-91 (encoder) and -113 (decoder), not at 128
+    assert {"bucket 31 from +91", "bucket 15 from -91", "bucket 31 from -113"} <= labels
+    plt.close(fig)
+
+
+def test_bucket_heatmaps_use_the_house_sequential_map():
+    fig = bucket_heatmaps({"encoder": t5_bucket_matrix(20, 20)}, num_buckets=32, max_distance=8)
+    assert fig.axes[0].images[0].get_cmap().name.startswith(SEQUENTIAL)
+    plt.close(fig)

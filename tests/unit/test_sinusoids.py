@@ -16,6 +16,7 @@ from transformers.models.marian.modeling_marian import MarianSinusoidalPositiona
 from transformers.models.xlm.modeling_xlm import create_sinusoidal_embeddings as xlm_sinusoids
 
 from helpers import (
+    clock_hands,
     halves_permutation,
     offset_dot_product,
     offset_residual,
@@ -32,8 +33,8 @@ from tests.unit.conftest import EPS32, rounding_tolerance
 SIZES = [(300, 512), (64, 32), (17, 2), (129, 384)]
 
 
-def source_notebook_table(max_len: int, d_model: int) -> torch.Tensor:
-    """The source notebook's generator (float32 div_term formula)."""
+def generate_positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """Seed 003's generator, under its name there (float32 div_term formula), as the chapter shows it."""
     pe = torch.zeros(max_len, d_model)
     position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
     div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
@@ -70,7 +71,7 @@ def test_equals_a_distilbert_model_built_with_sinusoids():
 
 def test_source_notebook_generator_agrees_up_to_float32_rounding():
     # float32 angles pos * div_term up to 299 carry ~2 ulps of 299: 2 x 299 x eps32 = 7e-5 -> atol 1e-4
-    torch.testing.assert_close(sinusoidal_table(300, 512), source_notebook_table(300, 512), rtol=0, atol=1e-4)
+    torch.testing.assert_close(sinusoidal_table(300, 512), generate_positional_encoding(300, 512), rtol=0, atol=1e-4)
 
 
 def test_closed_form_entries_with_another_base():
@@ -300,3 +301,16 @@ def test_score_heatmaps_share_a_scale_per_row():
     own = score_heatmaps({"score": {"a": torch.eye(4), "b": -2 * torch.eye(4)}}, own_scale=("score",))
     assert [ax.images[0].get_clim() for ax in own.axes if ax.images] == [(-1.0, 1.0), (-2.0, 2.0)]
     plt.close("all")
+
+
+def test_clock_hands_point_at_pos_times_w_i():
+    fig = clock_hands(16, pairs=(0, 3), positions=(0, 1, 5))
+    for ax, pair in zip(fig.axes, (0, 3), strict=True):
+        hands = [text for text in ax.texts if text.get_text() == ""]  # arrows; labels carry the position
+        w = 10000.0 ** (-2 * pair / 16)  # Vaswani et al. 3.5
+        for hand, pos in zip(hands, (0, 1, 5), strict=True):
+            # float64 cos and sin, stored by matplotlib as floats: exact to a few eps
+            np.testing.assert_allclose(hand.xy, (math.cos(pos * w), math.sin(pos * w)), rtol=0, atol=1e-12)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at most 7 positions"):
+        clock_hands(16, pairs=(0,), positions=tuple(range(8)))
