@@ -13,10 +13,10 @@ import torch
 from torch import nn
 
 from helpers.anatomy import EmbeddingParts, check_embedding_inputs
-from helpers.plots import PART_COLOURS, _numpy, grouped_token_bars
+from helpers.plots import OKABE_ITO, PART_COLOURS, _numpy, grouped_token_bars
 
 __all__ = ["layer_norm_by_hand", "dropout_statistics", "part_shares", "precision_tolerance", "compare_on_device",
-           "layer_norm_steps", "dropout_scatter", "part_share_bars"]
+           "layer_norm_steps", "dropout_scatter", "part_share_bars", "precision_error_plot"]
 
 
 def layer_norm_by_hand(x, weight=None, bias=None, eps: float = 1e-5) -> torch.Tensor:
@@ -185,4 +185,26 @@ def part_share_bars(shares: dict[str, object], tokens: list[str], title: str = "
     ax.axhline(0, color="black", linewidth=0.6)
     low, high = ax.get_ylim()
     ax.set_ylim(low, high + 0.15 * (high - low))  # headroom for the legend
+    return fig
+
+
+def precision_error_plot(errors: dict[str, object], x=None, tolerance: float | None = None, title: str = "",
+                         xlabel: str = ""):
+    """Errors in units of eps(dtype) x scale: bars per dtype (x None) or one line per dtype against x (log axes).
+
+    A dotted line marks half a unit (the output's final rounding), a dashed one the tolerance if given.
+    Taught in the appendix "Precision and devices"."""
+    fig, ax = plt.subplots(figsize=(5.6, 3.0))
+    if x is None:
+        ax.bar(list(errors), [float(v) for v in errors.values()], color=OKABE_ITO[:len(errors)])
+        ax.set_yscale("log")
+    else:
+        for (name, values), colour in zip(errors.items(), OKABE_ITO, strict=False):
+            ax.plot(x, _numpy(values), "o-", color=colour, label=name)
+        ax.set(xscale="log", xticks=list(x), xticklabels=[str(v) for v in x], xlabel=xlabel)
+        ax.legend(frameon=False, fontsize=8)
+    ax.axhline(0.5, color="black", lw=0.8, ls=":")
+    if tolerance is not None:
+        ax.axhline(tolerance, color="black", lw=0.8, ls="--")
+    ax.set(ylabel="max |difference| / (eps x scale)", title=title)
     return fig

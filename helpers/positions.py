@@ -11,7 +11,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from sklearn.linear_model import LinearRegression
+from sklearn.dummy import DummyRegressor
+from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.metrics.pairwise import cosine_similarity
 from sklearn.model_selection import KFold, cross_val_predict
 from threadpoolctl import threadpool_limits
@@ -22,13 +23,16 @@ __all__ = [
     "absolute_position_predictions",
     "absolute_position_probe",
     "band_statistics",
+    "constant_position_mae",
+    "extrapolation_mae",
+    "relative_order_probe",
     "cosine_similarity_matrix",
     "diagonal_profile",
-    "dot_product_matrix",
     "position_probes",
     "rotation_period",
     "position_band_profile",
     "offset_profiles",
+    "order_properties",
     "pca_trajectory",
     "probe_scatter",
 ]
@@ -135,8 +139,13 @@ def _monotonicity(table: torch.Tensor, max_offset: int = 20) -> float:
     return float((nearer > farther)[inside].double().mean())
 
 
+# Ridge penalties tried by RidgeCV (efficient leave-one-out inside each training fold): plain least squares with
+# as many features as training rows is ill-conditioned and can predict far outside the positions.
+ALPHAS = np.logspace(-6, 3, 19)
+
+
 def absolute_position_predictions(table: torch.Tensor, folds: int = 5, seed: int = 0) -> np.ndarray:
-    """Each row's position as predicted by a linear regression fitted on the other folds; shape (positions,).
+    """Each row's position as predicted by a ridge regression (RidgeCV) fitted on the other folds; (positions,).
 
     Taught in learned positions, "Published probes, reproduced"."""
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
@@ -144,16 +153,78 @@ def absolute_position_predictions(table: torch.Tensor, folds: int = 5, seed: int
     table = _check_table(table, min_rows=folds)
     positions = np.arange(table.shape[0], dtype=np.float64)  # the regression target: each row's index
     split = KFold(n_splits=folds, shuffle=True, random_state=seed)  # rows shuffled, then cut into folds
-    with threadpool_limits(limits=1, user_api="blas"):  # small least squares: threads only fight on busy machines
-        return cross_val_predict(LinearRegression(), table.numpy(), positions, cv=split)  # (positions,)
+    with threadpool_limits(limits=1, user_api="blas"):  # small problems: threads only fight on busy machines
+        return cross_val_predict(RidgeCV(alphas=ALPHAS), table.numpy(), positions, cv=split)
 
 
 def absolute_position_probe(table: torch.Tensor, folds: int = 5, seed: int = 0) -> float:
-    """Wang & Chen 2020: mean absolute error, in positions, of a cross-validated linear regression row -> index.
+    """Wang & Chen 2020: mean absolute error, in positions, of a cross-validated linear read-out row -> index.
 
     Taught in learned positions, "Published probes, reproduced"."""
     predicted = absolute_position_predictions(table, folds, seed)  # (positions,)
     return float(np.abs(predicted - np.arange(len(predicted))).mean())
+
+
+def constant_position_mae(num_positions: int, folds: int = 5, seed: int = 0) -> float:
+    """The probe's baseline: MAE of always predicting the training folds' median position (about n / 4).
+
+    Taught in learned positions, "Published probes, reproduced"."""
+    target = np.arange(num_positions, dtype=np.float64)
+    split = KFold(n_splits=folds, shuffle=True, random_state=seed)
+    dummy = DummyRegressor(strategy="median")
+    predicted = cross_val_predict(dummy, target[:, None], target, cv=split)
+    return float(np.abs(predicted - target).mean())
+
+
+def relative_order_probe(table: torch.Tensor, folds: int = 5, seed: int = 0,
+                         pairs: int = 2000) -> float:
+    """Wang & Chen 2020: accuracy of a logistic regression on [PE_i; PE_j] predicting j > i (chance 0.5).
+
+    The rows are split into folds first, and test pairs use only held-out rows, so the classifier cannot
+    memorise a score per row. Taught in learned positions, "Published probes, reproduced"."""
+    rows = _check_table(table, min_rows=2 * folds).numpy()  # (positions, hidden)
+    rng = np.random.default_rng(seed)
+    correct = total = 0
+    for train, test in KFold(n_splits=folds, shuffle=True, random_state=seed).split(rows):
+        (x_fit, y_fit), (x_test, y_test) = (_pairs(rows, part, n, rng) for part, n in
+                                            ((train, pairs), (test, max(pairs // folds, 1))))
+        with threadpool_limits(limits=1, user_api="blas"):
+            classifier = LogisticRegression(max_iter=2000).fit(x_fit, y_fit)
+            correct += int((classifier.predict(x_test) == y_test).sum())
+        total += len(y_test)
+    return correct / total
+
+
+def _pairs(rows: np.ndarray, indices: np.ndarray, count: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """`count` random pairs (i, j), i != j, from `indices`: features [row i; row j], label j > i."""
+    i, j = rng.choice(indices, count), rng.choice(indices, count)
+    keep = i != j
+    i, j = i[keep], j[keep]
+    return np.concatenate([rows[i], rows[j]], axis=1), (j > i).astype(int)
+
+
+def extrapolation_mae(table: torch.Tensor, fit_rows: int) -> dict[str, float]:
+    """Fit the ridge read-out on rows 0..fit_rows-1, predict the rest: its MAE and the constant guess's.
+
+    Taught in learned positions, "Published probes, reproduced"."""
+    rows = _check_table(table).numpy()
+    if not 2 <= fit_rows < len(rows):
+        raise ValueError(f"fit_rows must leave rows on both sides, got {fit_rows} of {len(rows)}.")
+    target = np.arange(len(rows), dtype=np.float64)
+    with threadpool_limits(limits=1, user_api="blas"):
+        fitted = RidgeCV(alphas=ALPHAS).fit(rows[:fit_rows], target[:fit_rows])
+    unseen = target[fit_rows:]
+    guess = np.median(target[:fit_rows])  # the constant predictor, fitted on the same rows
+    return {"mae": float(np.abs(fitted.predict(rows[fit_rows:]) - unseen).mean()),
+            "constant": float(np.abs(guess - unseen).mean())}
+
+
+def order_properties(table: torch.Tensor, max_offset: int = 20) -> dict[str, float]:
+    """Wang et al. 2021's translation invariance (coefficient of variation) and local monotonicity of phi.
+
+    Taught in learned positions, "Published probes, reproduced"."""
+    return {"translation_cv": _translation_invariance(table, max_offset),
+            "monotonicity": _monotonicity(table, max_offset)}
 
 
 def position_probes(table: torch.Tensor, max_offset: int = 20, seed: int = 0) -> dict[str, float]:
@@ -161,11 +232,8 @@ def position_probes(table: torch.Tensor, max_offset: int = 20, seed: int = 0) ->
 
     Taught in learned positions, "Published probes, reproduced"."""
     table = _check_table(table, min_rows=5)
-    return {
-        "absolute_probe_mae": absolute_position_probe(table, folds=5, seed=seed),
-        "translation_cv": _translation_invariance(table, max_offset),
-        "monotonicity": _monotonicity(table, max_offset),
-    }
+    return {"absolute_probe_mae": absolute_position_probe(table, folds=5, seed=seed),
+            **order_properties(table, max_offset)}
 
 
 def rotation_period(coords) -> float:

@@ -19,6 +19,7 @@ from helpers import (
     layer_norm_steps,
     part_share_bars,
     part_shares,
+    precision_error_plot,
     precision_tolerance,
 )
 from helpers.anatomy import EmbeddingParts
@@ -251,3 +252,17 @@ def test_part_share_bars_heights_are_the_shares():
         assert fig.axes[0].get_ylim()[1] > 0.7
     finally:
         plt.close(fig)
+
+
+def test_precision_error_plot_bars_and_lines():
+    import matplotlib.pyplot as plt
+
+    bars = precision_error_plot({"bfloat16": 0.45, "float16": 0.54}, tolerance=8)
+    lines = precision_error_plot({"float16": [0.2, 0.6]}, x=[8, 512], xlabel="tokens")
+    try:
+        assert [bar.get_height() for bar in bars.axes[0].patches] == [0.45, 0.54]
+        assert [line.get_ydata()[0] for line in bars.axes[0].lines] == [0.5, 8]  # half a unit, the tolerance
+        np.testing.assert_array_equal(lines.axes[0].lines[0].get_ydata(), [0.2, 0.6])
+        assert lines.axes[0].get_xscale() == "log"
+    finally:
+        plt.close("all")
