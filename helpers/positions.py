@@ -28,7 +28,6 @@ __all__ = [
     "relative_order_probe",
     "cosine_similarity_matrix",
     "diagonal_profile",
-    "position_probes",
     "rotation_period",
     "position_band_profile",
     "offset_profiles",

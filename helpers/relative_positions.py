@@ -15,7 +15,7 @@ from transformers.models.t5.modeling_t5 import T5Attention
 from helpers import validation
 from helpers.plots import OKABE_ITO, PART_COLOURS, SEQUENTIAL, _numpy
 
-__all__ = ["relative_offsets", "t5_buckets", "t5_bucket_matrix", "t5_bucket_ranges", "embedding_tables",
+__all__ = ["t5_buckets", "t5_bucket_matrix", "embedding_tables",
            "bucket_heatmaps", "bucket_staircase", "bias_each_block_receives", "alibi_slopes", "alibi_bias"]
 
 

@@ -36,16 +36,15 @@ from helpers import (
     halves_permutation,
     padded_position_ids,
     part_norms,
-    relative_offsets,
     rotary_scores,
     rotation_matrix,
     segment_pattern,
     segment_swap_change,
     sinusoidal_table,
     t5_bucket_matrix,
-    t5_bucket_ranges,
     wavelengths,
 )
+from helpers.relative_positions import relative_offsets, t5_bucket_ranges
 from helpers.validation import MEMORY_BOUND
 
 SMALL = dict(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=20,

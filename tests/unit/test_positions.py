@@ -28,7 +28,6 @@ from helpers import (
     order_properties,
     pca_trajectory,
     position_band_profile,
-    position_probes,
     probe_scatter,
     relative_order_probe,
     rotation_period,
@@ -41,6 +40,7 @@ from helpers.positions import (
     _translation_cv,
     _translation_invariance,
     dot_product_matrix,
+    position_probes,
 )
 from tests.unit.conftest import rounding_tolerance
 

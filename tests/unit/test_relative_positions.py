@@ -17,12 +17,11 @@ from helpers import (
     bucket_heatmaps,
     bucket_staircase,
     embedding_tables,
-    relative_offsets,
     t5_bucket_matrix,
-    t5_bucket_ranges,
     t5_buckets,
 )
 from helpers.plots import SEQUENTIAL
+from helpers.relative_positions import relative_offsets, t5_bucket_ranges
 
 SETTINGS = [(True, 32, 128), (False, 32, 128), (True, 64, 512), (False, 16, 40), (True, 8, 20)]
 
