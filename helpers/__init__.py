@@ -7,7 +7,7 @@
     positions           learned-position analyses and probes, their figures (learned positions)
     layernorm           LayerNorm by hand, dropout, shares of the sum, precision, their figures (the sum and LayerNorm)
     sinusoids           sinusoidal tables, rotations, rotary scores, their figures (sinusoidal encodings; families)
-    relative_positions  T5's relative-position buckets, their figure (sinusoidal encodings)
+    relative_positions  T5's relative-position buckets and ALiBi's slopes, their figures (relative positions: T5)
     families            the relatives, built from transformers' own classes; tables, figures (one layer, many families)
     input_layers        any model's input layer read from its modules and hooks (one layer, many families)
     findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)

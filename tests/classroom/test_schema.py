@@ -12,7 +12,7 @@ from tools.book.toc import ROOT, toc_pages
 from tools.classroom.schema import ExerciseError, load_chapter, load_chapters
 
 TOPIC_CHAPTERS = ["embedding_layer_at_a_glance", "token_embeddings", "segment_embeddings", "learned_positions",
-                  "sum_and_layernorm", "sinusoidal_encodings", "one_layer_many_families"]
+                  "sum_and_layernorm", "sinusoidal_encodings", "t5_relative_positions", "one_layer_many_families"]
 
 
 def test_every_topic_chapter_has_three_or_four_exercises_of_rising_difficulty():
