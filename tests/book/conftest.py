@@ -21,11 +21,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-def require_built_book() -> Path:
-    """The built book's folder; skip (or, in CI, fail) with the reason when it is missing."""
-    if (HTML / "index.html").exists():
-        return HTML
-    reason = "the book is not built: run `make book` first (make test does)"
+def require_built_book(folder: Path = HTML, target: str = "book") -> Path:
+    """A built book's folder (`make <target>` builds it); skip (or, in CI, fail) with the reason when it is missing."""
+    if (folder / "index.html").exists():
+        return folder
+    reason = f"the {target} is not built: run `make {target}` first (make test does)"
     if IN_CI:
         pytest.fail(reason)
     pytest.skip(reason)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.book.conftest import IN_CI, require_built_book
+from tests.book.conftest import require_built_book
 from tools.book.class_build import CLASS_HTML, class_config
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
@@ -23,12 +23,7 @@ def test_class_config_hides_solutions_and_sources_and_keeps_the_books_cache():
 
 
 def _class_html():
-    if (CLASS_HTML / "index.html").exists():
-        return CLASS_HTML
-    reason = "the class book is not built: run `make book-class` first (make test does)"
-    if IN_CI:
-        pytest.fail(reason)
-    pytest.skip(reason)
+    return require_built_book(CLASS_HTML, "book-class")
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
