@@ -17,6 +17,7 @@ from sklearn.metrics.pairwise import cosine_similarity
 from sklearn.model_selection import KFold, cross_val_predict
 from threadpoolctl import threadpool_limits
 
+from helpers import validation
 from helpers.plots import PART_COLOURS, SEQUENTIAL, _numpy
 
 __all__ = [
@@ -39,6 +40,9 @@ __all__ = [
 
 def _check_table(table, min_rows: int = 2, name: str = "table") -> torch.Tensor:
     """Return the table as a float64 tensor (positions, hidden), or raise a clear error."""
+    if isinstance(table, torch.nn.Module):
+        raise TypeError(f"{name} must be a torch.Tensor of shape (positions, hidden), got the module "
+                        f"{type(table).__name__}: pass the table itself, model.embeddings.position_embeddings.weight.")
     if not isinstance(table, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape (positions, hidden), got {type(table).__name__}.")
     if table.dim() != 2:
@@ -58,8 +62,7 @@ def _check_table(table, min_rows: int = 2, name: str = "table") -> torch.Tensor:
 
 def _check_max_offset_fits(max_offset, positions: int, extra: int = 0) -> int:
     """A positive integer offset that leaves at least one pair (x, x + max_offset + extra) inside the table."""
-    if isinstance(max_offset, bool) or not isinstance(max_offset, int) or max_offset < 1:
-        raise ValueError(f"max_offset must be a positive integer, got {max_offset!r}.")
+    max_offset = validation.integer("max_offset", max_offset, minimum=1, hint=" (an offset k between positions)")
     if max_offset + extra >= positions:
         raise ValueError(
             f"max_offset={max_offset} is too large for a table of {positions} rows: offsets up to "
@@ -73,6 +76,7 @@ def dot_product_matrix(table: torch.Tensor) -> torch.Tensor:
 
     Taught in learned positions, "Published probes, reproduced"."""
     table = _check_table(table)  # (positions, hidden)
+    validation.check_allocation("dot_product_matrix", (table.shape[0], table.shape[0]), 8)
     return table @ table.T  # (positions, positions)
 
 
@@ -81,6 +85,7 @@ def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
 
     Taught in learned positions, "Pictures of the rows"."""
     table = _check_table(table)  # (positions, hidden)
+    validation.check_allocation("cosine_similarity_matrix", (table.shape[0], table.shape[0]), 8 * 2)  # + normalised
     return torch.from_numpy(cosine_similarity(table.numpy()))  # (positions, positions), float64
 
 
@@ -90,7 +95,8 @@ def _diagonal_values(matrix: torch.Tensor, max_offset: int) -> torch.Tensor:
         shape = tuple(matrix.shape) if isinstance(matrix, torch.Tensor) else type(matrix).__name__
         raise ValueError(f"matrix must be a square 2-D tensor (positions, positions), got {shape}.")
     positions = matrix.shape[0]
-    _check_max_offset_fits(max_offset, positions)
+    max_offset = _check_max_offset_fits(max_offset, positions)
+    validation.check_allocation("the diagonals", (positions, max_offset + 1), 8 * 4)  # indices, values, mask
     x = torch.arange(positions)[:, None]  # (positions, 1)
     y = x + torch.arange(max_offset + 1)[None, :]  # (positions, K + 1)
     inside = y < positions
@@ -102,8 +108,14 @@ def diagonal_profile(matrix: torch.Tensor, max_offset: int, start: int = 0, stop
     """Mean of M[x, x + k] over pairs with start <= x and x + k < stop, for k = 0..max_offset; shape (K + 1,).
 
     Taught in learned positions, "Training length leaves a mark"."""
+    if not isinstance(matrix, torch.Tensor) or matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
+        shape = tuple(matrix.shape) if isinstance(matrix, torch.Tensor) else type(matrix).__name__
+        error = ValueError if isinstance(matrix, torch.Tensor) else TypeError
+        raise error(f"matrix must be a square 2-D tensor (positions, positions), got {shape}: pass e.g. "
+                    "cosine_similarity_matrix(table).")
     positions = matrix.shape[0]
-    stop = positions if stop is None else stop
+    start = validation.integer("start", start, minimum=0)
+    stop = positions if stop is None else validation.integer("stop", stop)
     if not 0 <= start < stop <= positions:
         raise ValueError(f"need 0 <= start < stop <= {positions}, got start={start}, stop={stop}.")
     _check_max_offset_fits(max_offset, stop - start)
@@ -147,8 +159,7 @@ def absolute_position_predictions(table: torch.Tensor, folds: int = 5, seed: int
     """Each row's position as predicted by a ridge regression (RidgeCV) fitted on the other folds; (positions,).
 
     Taught in learned positions, "Published probes, reproduced"."""
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise ValueError(f"folds must be an integer of at least 2, got {folds!r}.")
+    folds, seed = validation.integer("folds", folds, minimum=2), validation.integer("seed", seed, minimum=0)
     table = _check_table(table, min_rows=folds)
     positions = np.arange(table.shape[0], dtype=np.float64)  # the regression target: each row's index
     split = KFold(n_splits=folds, shuffle=True, random_state=seed)  # rows shuffled, then cut into folds
@@ -168,6 +179,13 @@ def constant_position_mae(num_positions: int, folds: int = 5, seed: int = 0) -> 
     """The probe's baseline: MAE of always predicting the training folds' median position (about n / 4).
 
     Taught in learned positions, "Published probes, reproduced"."""
+    if isinstance(num_positions, torch.Tensor) and num_positions.dim() > 0:
+        raise TypeError(f"num_positions must be a number of positions, got a tensor of shape "
+                        f"{tuple(num_positions.shape)}: pass table.shape[0].")
+    folds, seed = validation.integer("folds", folds, minimum=2), validation.integer("seed", seed, minimum=0)
+    num_positions = validation.integer("num_positions", num_positions, minimum=folds,
+                                       hint=f" (at least one position per fold, folds={folds})")
+    validation.check_allocation("constant_position_mae", (num_positions, 4), 8)  # target, predictions, folds
     target = np.arange(num_positions, dtype=np.float64)
     split = KFold(n_splits=folds, shuffle=True, random_state=seed)
     dummy = DummyRegressor(strategy="median")
@@ -181,7 +199,10 @@ def relative_order_probe(table: torch.Tensor, folds: int = 5, seed: int = 0,
 
     The rows are split into folds first, and test pairs use only held-out rows, so the classifier cannot
     memorise a score per row. Taught in learned positions, "Published probes, reproduced"."""
+    folds, seed = validation.integer("folds", folds, minimum=2), validation.integer("seed", seed, minimum=0)
+    pairs = validation.integer("pairs", pairs, minimum=100, hint=" (enough pairs of both orders to fit)")
     rows = _check_table(table, min_rows=2 * folds).numpy()  # (positions, hidden)
+    validation.check_allocation("relative_order_probe's pairs", (pairs, 2 * rows.shape[1] + 4), 8 * 2)
     rng = np.random.default_rng(seed)
     correct = total = 0
     for train, test in KFold(n_splits=folds, shuffle=True, random_state=seed).split(rows):
@@ -207,6 +228,7 @@ def extrapolation_mae(table: torch.Tensor, fit_rows: int) -> dict[str, float]:
 
     Taught in learned positions, "Published probes, reproduced"."""
     rows = _check_table(table).numpy()
+    fit_rows = validation.integer("fit_rows", fit_rows)
     if not 2 <= fit_rows < len(rows):
         raise ValueError(f"fit_rows must leave rows on both sides, got {fit_rows} of {len(rows)}.")
     target = np.arange(len(rows), dtype=np.float64)
@@ -226,20 +248,11 @@ def order_properties(table: torch.Tensor, max_offset: int = 20) -> dict[str, flo
             "monotonicity": _monotonicity(table, max_offset)}
 
 
-def position_probes(table: torch.Tensor, max_offset: int = 20, seed: int = 0) -> dict[str, float]:
-    """The three probes in one dict: absolute_probe_mae, translation_cv, monotonicity.
-
-    Taught in learned positions, "Published probes, reproduced"."""
-    table = _check_table(table, min_rows=5)
-    return {"absolute_probe_mae": absolute_position_probe(table, folds=5, seed=seed),
-            **order_properties(table, max_offset)}
-
-
 def rotation_period(coords) -> float:
     """Positions per full turn of a 2-D path around the origin, from the slope of its unwrapped angle.
 
     Taught in learned positions, "Pictures of the rows"."""
-    coords = coords.detach().cpu().double().numpy() if isinstance(coords, torch.Tensor) else np.asarray(coords, float)
+    coords = validation.numbers_tensor("coords", coords, "2-D points (positions, 2)").detach().cpu().double().numpy()
     if coords.ndim != 2 or coords.shape[1] != 2 or coords.shape[0] < 3:
         raise ValueError(f"coords must have shape (positions, 2) with at least 3 rows, got {coords.shape}.")
     angle = np.unwrap(np.arctan2(coords[:, 1], coords[:, 0]))  # (positions,), radians, without 2*pi jumps
@@ -255,7 +268,11 @@ def band_statistics(table: torch.Tensor, edges: tuple[int, ...] = (128, 256)) ->
     Taught in learned positions, "Training length leaves a mark"."""
     table = _check_table(table)
     positions = table.shape[0]
-    bounds = [0, *[int(e) for e in edges if 0 < int(e) < positions], positions]
+    if not isinstance(edges, (tuple, list)):
+        raise TypeError(f"edges must be a tuple of positions where bands start, e.g. (128, 256); got "
+                        f"{type(edges).__name__} {edges!r}.")
+    edges = tuple(validation.integer("each of edges", edge, hint=" (a position)") for edge in edges)
+    bounds = [0, *[e for e in edges if 0 < e < positions], positions]
     if sorted(set(bounds)) != bounds:
         raise ValueError(f"edges must increase strictly, got {edges!r}.")
     norms = torch.linalg.vector_norm(table, dim=1)  # (positions,)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,17 +18,10 @@ __all__ = ["t5_buckets", "t5_bucket_matrix", "embedding_tables",
            "bucket_heatmaps", "bucket_staircase", "bias_each_block_receives", "alibi_slopes", "alibi_bias"]
 
 
-def _check_length(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-
-
 def _check_bucket_config(bidirectional: bool, num_buckets, max_distance) -> int:
     """Validate T5's bucket settings; return max_exact, the number of one-offset buckets per direction."""
-    if isinstance(num_buckets, bool) or not isinstance(num_buckets, numbers.Integral):
-        raise TypeError(f"num_buckets must be an integer, got {num_buckets!r}.")
-    if isinstance(max_distance, bool) or not isinstance(max_distance, numbers.Integral):
-        raise TypeError(f"max_distance must be an integer, got {max_distance!r}.")
+    num_buckets = validation.integer("num_buckets", num_buckets, hint=" (T5 uses 32)")
+    max_distance = validation.integer("max_distance", max_distance, hint=" (T5 uses 128)")
     per_direction = num_buckets // 2 if bidirectional else num_buckets
     if per_direction < 2 or (bidirectional and num_buckets % 2):
         need = "an even number of at least 4 (two halves, one per direction)" if bidirectional else "at least 2"
@@ -50,9 +42,8 @@ def relative_offsets(query_len: int, key_len: int) -> torch.Tensor:
     """Offset key position - query position for every (query, key) pair, as T5's compute_bias; (query, key) long.
 
     Taught in relative positions, "What T5 really does"."""
-    _check_length("query_len", query_len)
-    _check_length("key_len", key_len)
-    query_len, key_len = int(query_len), int(key_len)
+    query_len = validation.integer("query_len", query_len, minimum=1)
+    key_len = validation.integer("key_len", key_len, minimum=1)
     validation.check_allocation("relative_offsets", (query_len, key_len), 8 * 4)  # offsets + bucket temporaries
     return torch.arange(key_len)[None, :] - torch.arange(query_len)[:, None]  # (query, key)
 
@@ -63,8 +54,8 @@ def t5_buckets(offsets, bidirectional: bool = True, num_buckets: int = 32, max_d
     Taught in relative positions, "What T5 really does"."""
     _check_bucket_config(bidirectional, num_buckets, max_distance)
     num_buckets, max_distance = int(num_buckets), int(max_distance)
-    offsets = torch.as_tensor(offsets)
-    if offsets.dtype.is_floating_point or offsets.dtype == torch.bool:
+    offsets = validation.numbers_tensor("offsets", offsets, "integer offsets (key position - query position)")
+    if offsets.dtype.is_floating_point:
         raise TypeError(f"offsets must be integers (key position - query position), got dtype {offsets.dtype}.")
     return T5Attention._relative_position_bucket(offsets.long(), bidirectional=bidirectional,
                                                  num_buckets=num_buckets, max_distance=max_distance)
@@ -83,8 +74,7 @@ def t5_bucket_ranges(max_offset: int, bidirectional: bool = True, num_buckets: i
     """(bucket, first offset, last offset) for every bucket hit by offsets -max_offset .. max_offset, by bucket id.
 
     Taught in relative positions, "What T5 really does"."""
-    _check_length("max_offset", max_offset)
-    max_offset = int(max_offset)
+    max_offset = validation.integer("max_offset", max_offset, minimum=1)
     validation.check_allocation("t5_bucket_ranges", (2 * max_offset + 1,), 8 * 4)
     offsets = torch.arange(-max_offset, max_offset + 1)
     buckets = t5_buckets(offsets, bidirectional, num_buckets, max_distance)
@@ -178,7 +168,8 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
     slopes, then every other slope of twice that many heads (Press et al. 2022, section 3); float64, (heads,).
 
     Taught in relative positions, "ALiBi: a straight line instead of buckets"."""
-    _check_length("num_heads", num_heads)
+    num_heads = validation.integer("num_heads", num_heads, minimum=1)
+    validation.check_allocation("alibi_slopes", (2 * num_heads,), 8 * 4)  # Python floats in lists, then a tensor
 
     def powers_of_two(n: int) -> list[float]:
         return [2.0 ** (-8.0 * k / n) for k in range(1, n + 1)]
@@ -192,5 +183,8 @@ def alibi_bias(num_heads: int, length: int) -> torch.Tensor:
     """ALiBi's causal bias -m_h * (query - key) for keys at or before the query; (heads, query, key), float64.
 
     Taught in relative positions, "ALiBi: a straight line instead of buckets"."""
+    num_heads = validation.integer("num_heads", num_heads, minimum=1)
+    length = validation.integer("length", length, minimum=1)
+    validation.check_allocation("alibi_bias", (num_heads + 4, length, length), 8)  # the bias and the offsets
     distance = -relative_offsets(length, length).clamp(max=0)  # (query, key): query - key, 0 for future keys
     return -alibi_slopes(num_heads)[:, None, None] * distance

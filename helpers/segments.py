@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
-import numbers
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -17,14 +17,16 @@ __all__ = ["segment_pattern", "segment_rows", "segment_table_rows", "part_norms"
            "swap_segments", "segment_swap_change", "layernorm_shift_survival", "one_step_row_changes"]
 
 
+PIECES_HINT = " (a number of word pieces, e.g. len(tokenizer.tokenize(text_a)))"
+
+
 def segment_pattern(len_a: int, len_b: int | None = None) -> list[int]:
     """BERT's token types for [CLS] A [SEP] (all 0) followed by B [SEP] (all 1), from the lengths of A and B.
 
     Taught in segment embeddings, "Pairs"."""
-    for name, length in (("len_a", len_a), ("len_b", len_b)):
-        if length is not None and (isinstance(length, bool) or not isinstance(length, numbers.Integral)
-                                   or length < 0):
-            raise ValueError(f"{name} must be a number of word pieces (an int >= 0), got {length!r}.")
+    len_a = validation.integer("len_a", len_a, minimum=0, hint=PIECES_HINT)
+    if len_b is not None:
+        len_b = validation.integer("len_b", len_b, minimum=0, hint=PIECES_HINT)
     validation.check_allocation("segment_pattern", (2 + len_a + (len_b or 0) + 1,), 64)  # a list of Python ints
     pattern = [0] * (1 + len_a + 1)  # [CLS] A [SEP]
     if len_b is not None:
@@ -36,7 +38,7 @@ def segment_table_rows(embeddings: nn.Module) -> int:
     """How many rows the layer's token-type (segment) table has; 0 when it has none (e.g. DistilBERT).
 
     Taught in segment embeddings, "Limits and relatives"."""
-    table = getattr(embeddings, "token_type_embeddings", None)
+    table = getattr(validation.embedding_layer(embeddings, "segment_table_rows"), "token_type_embeddings", None)
     return 0 if table is None else table.num_embeddings
 
 
@@ -44,6 +46,7 @@ def segment_rows(embeddings: nn.Module) -> torch.Tensor:
     """A detached copy of the token-type table, (types, hidden); a clear error when the layer has none.
 
     Taught in segment embeddings, "The table"."""
+    validation.embedding_layer(embeddings, "segment_rows")
     if segment_table_rows(embeddings) == 0:
         raise ValueError(f"{type(embeddings).__name__} has no token_type_embeddings: this model does not mark "
                          "sentence A and B with a learned row (DistilBERT, for one, dropped the table).")
@@ -66,19 +69,22 @@ def swap_segments(token_type_ids, attention_mask=None) -> torch.Tensor:
     """Swap sentence A (0) and sentence B (1); padding (attention_mask 0) keeps its type.
 
     Taught in segment embeddings, "How much it matters"."""
-    ids = torch.as_tensor(token_type_ids)
-    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        raise TypeError(f"token_type_ids must be integer ids, got dtype {ids.dtype}.")
+    ids = validation.ids_tensor("token_type_ids", token_type_ids)  # (batch, seq)
     bad = (ids != 0) & (ids != 1)
     if bad.any():
         raise ValueError(f"swap_segments swaps sentence A (0) and B (1); token_type_ids holds {int(ids[bad][0])}.")
     swapped = 1 - ids
     if attention_mask is not None:
-        mask = torch.as_tensor(attention_mask)
+        if isinstance(attention_mask, torch.Tensor) and attention_mask.dtype == torch.bool:
+            attention_mask = attention_mask.long()
+        mask = validation.ids_tensor("attention_mask", attention_mask)
         if mask.shape != ids.shape:
             raise ValueError(f"attention_mask has shape {tuple(mask.shape)} but token_type_ids has {tuple(ids.shape)}.")
+        if ((mask != 0) & (mask != 1)).any():
+            raise ValueError(f"attention_mask holds {int(mask[(mask != 0) & (mask != 1)][0])}: it marks tokens (1) "
+                             "and padding (0) only; pass the tokenizer's encoded['attention_mask'].")
         swapped = torch.where(mask.bool(), swapped, ids)
-    return swapped
+    return swapped if np.ndim(token_type_ids) == 2 else swapped[0]  # the shape it was given
 
 
 def segment_swap_change(embeddings: nn.Module, input_ids, token_type_ids) -> torch.Tensor:
@@ -113,12 +119,16 @@ def layernorm_shift_survival(x: torch.Tensor, shift: torch.Tensor, eps: float = 
 
     Taught in segment embeddings, "How much it matters".
     """
-    x, shift = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(shift, dtype=torch.float32)
+    x = validation.numbers_tensor("x", x, "vectors (tokens, hidden)").float()
+    shift = validation.numbers_tensor("shift", shift, "numbers (hidden,)").float()
+    eps = validation.real("eps", eps, minimum=0.0, hint=" (LayerNorm's epsilon, e.g. model.config.layer_norm_eps)")
     if x.dim() != 2 or shift.dim() != 1 or x.shape[-1] != shift.shape[0]:
         raise ValueError(f"x must be (tokens, hidden) and shift (hidden,) with the same hidden size; "
                          f"got x {tuple(x.shape)} and shift {tuple(shift.shape)}.")
     if x.shape[0] == 0 or not bool(shift.norm() > 0):
         raise ValueError("Need at least one token and a shift that is not all zeros.")
+    if not (torch.isfinite(x).all() and torch.isfinite(shift).all()):
+        raise ValueError("x or shift holds NaN or infinite values: pass finite vectors.")
     hidden = x.shape[-1]
 
     def normalise(v: torch.Tensor) -> torch.Tensor:
@@ -141,8 +151,10 @@ def one_step_row_changes(model: nn.Module, input_ids, token_type_ids=None, lr: f
 
     Taught in segment embeddings, "It is learned".
     """
+    validation.whole_model(model, "one_step_row_changes")
+    lr = validation.real("lr", lr, above=0.0, hint=" (a learning rate such as 0.1)")
+    input_ids, token_type_ids, _ = check_embedding_inputs(model.embeddings, input_ids, token_type_ids)
     trainee = copy.deepcopy(model)
-    input_ids, token_type_ids, _ = check_embedding_inputs(trainee.embeddings, input_ids, token_type_ids)
     before = segment_rows(trainee.embeddings)  # (types, hidden)
     optimiser = torch.optim.SGD(trainee.parameters(), lr=lr)
     optimiser.zero_grad()
@@ -161,9 +173,14 @@ def dimension_shares(table: torch.Tensor) -> torch.Tensor:
     """Each dimension's share of a table's total squared norm, (hidden,); a uniform table gives 1 / hidden each.
 
     Taught in segment embeddings, "The table"."""
-    table = torch.as_tensor(table, dtype=torch.float64)
+    table = validation.numbers_tensor("table", table, "rows (rows, hidden) or one row (hidden,)").double()
     if table.dim() == 1:
         table = table.unsqueeze(0)
+    if table.dim() != 2 or table.numel() == 0:
+        raise ValueError(f"table must be (rows, hidden) or one row (hidden,), got shape {tuple(table.shape)}"
+                         f"{' (empty)' if table.numel() == 0 else ''}: pass e.g. embeddings.word_embeddings.weight.")
+    if not bool(table.abs().sum() > 0) or not bool(torch.isfinite(table).all()):
+        raise ValueError("table is all zeros or holds NaN or infinite values: no dimension has a share of its norm.")
     column = table.pow(2).sum(dim=0)  # (hidden,)
     return column / column.sum()
 
@@ -175,7 +192,16 @@ def random_shift_change(embeddings: nn.Module, input_ids, token_type_ids, norm: 
 
     Taught in segment embeddings, "How much it matters"."""
     input_ids, token_type_ids, _ = check_embedding_inputs(embeddings, input_ids, token_type_ids)
-    mask = torch.ones_like(input_ids, dtype=torch.bool) if mask is None else torch.as_tensor(mask).bool()
+    norm = validation.real("norm", norm, minimum=0.0, hint=" (the length of the random shift)")
+    seed = validation.integer("seed", seed, minimum=0)
+    draws = validation.integer("draws", draws, minimum=1)
+    if mask is None:
+        mask = torch.ones_like(input_ids, dtype=torch.bool)
+    else:
+        mask = validation.ids_tensor("mask", mask.long() if torch.is_tensor(mask) else mask).bool()
+        if mask.shape != input_ids.shape:
+            raise ValueError(f"mask has shape {tuple(mask.shape)} but input_ids has {tuple(input_ids.shape)}: "
+                             "one entry per token (True: shift it).")
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         parts = embedding_parts(embeddings, input_ids, token_type_ids)
@@ -194,6 +220,13 @@ def contrastive_step_gradients(model: nn.Module, tokenizer, anchors: list[str], 
     own (as sentence-transformers does), mean pooling, in-batch contrastive loss; on a deep copy.
 
     Taught in segment embeddings, "Row B's history"."""
+    validation.whole_model(model, "contrastive_step_gradients")
+    validation.check_tokenizer(tokenizer, "contrastive_step_gradients")
+    anchors = validation.strings("anchors", anchors, "texts")
+    positives = validation.strings("positives", positives, "texts")
+    if len(anchors) != len(positives):
+        raise ValueError(f"anchors has {len(anchors)} texts and positives {len(positives)}: pass the same number, "
+                         "the i-th positive matching the i-th anchor.")
     trainee = copy.deepcopy(model)
 
     def embed(texts):

@@ -4,7 +4,6 @@ rotations applied to queries and keys (rotary scores, RoPE: Su et al. 2021, sect
 from __future__ import annotations
 
 import math
-import numbers
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -32,37 +31,25 @@ __all__ = [
 ]
 
 
-def _check_positions(num_positions) -> None:
-    if isinstance(num_positions, bool) or not isinstance(num_positions, numbers.Integral) or num_positions <= 0:
-        raise ValueError(f"num_positions must be a positive integer, got {num_positions!r}.")
+WIDTH_HINT = (": each frequency fills a (sin, cos) pair of columns. Use an even width (BERT-sized models use 384, "
+              "512 or 768)")
+BASE_HINT = " (the paper uses 10000)"
+OFFSET_HINT = " (a number of positions)"
 
 
-def _check_d_model(d_model) -> None:
-    if isinstance(d_model, bool) or not isinstance(d_model, numbers.Integral) or d_model <= 0 or d_model % 2:
-        raise ValueError(
-            f"d_model must be a positive even integer, got {d_model!r}: each frequency fills a (sin, cos) "
-            "pair of columns. Use an even width (BERT-sized models use 384, 512 or 768)."
-        )
+def _d_model(d_model) -> int:
+    return validation.integer("d_model", d_model, minimum=1, even=True, hint=WIDTH_HINT)
 
 
-def _check_base(base) -> None:
-    if isinstance(base, bool) or not isinstance(base, numbers.Real):
-        raise TypeError(f"base must be a real number, got {type(base).__name__} {base!r} (the paper uses 10000).")
-    if not base > 1.0 or math.isinf(base):
-        raise ValueError(f"base must be a finite number greater than 1, got {base!r} (the paper uses 10000).")
-
-
-def _check_offset_is_integer(offset) -> None:
-    if isinstance(offset, bool) or not isinstance(offset, numbers.Integral):
-        raise TypeError(f"offset must be an integer number of positions, got {type(offset).__name__} {offset!r}.")
+def _base(base) -> float:
+    return validation.real("base", base, above=1.0, hint=BASE_HINT)
 
 
 def _inverse_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
     """Angular frequency w_i = base^(-2i/d) of each (sin, cos) pair i = 0 .. d/2 - 1; float64, shape (d_model/2,)."""
-    _check_d_model(d_model)
-    _check_base(base)
-    validation.check_allocation("the frequency vector", (int(d_model) // 2,), 8 * 2)
-    return float(base) ** (-torch.arange(0, int(d_model), 2, dtype=torch.float64) / d_model)
+    d_model, base = _d_model(d_model), _base(base)
+    validation.check_allocation("the frequency vector", (d_model // 2,), 8 * 2)
+    return base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
 
 
 def wavelengths(d_model: int, base: float = 10000.0) -> torch.Tensor:
@@ -76,10 +63,9 @@ def sinusoidal_table(num_positions: int, d_model: int, base: float = 10000.0) ->
     """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(pos / base^(2i/d)); shape (positions, d_model).
 
     Taught in sinusoidal encodings, "The formula"."""
-    _check_positions(num_positions)
-    _check_d_model(d_model)
-    _check_base(base)
-    num_positions, d_model = int(num_positions), int(d_model)
+    num_positions = validation.integer("num_positions", num_positions, minimum=1)
+    d_model = _d_model(d_model)
+    _base(base)
     validation.check_allocation("sinusoidal_table", (num_positions, d_model), 8 * 2)  # float64 table + angles
     position = torch.arange(num_positions, dtype=torch.float64)[:, None]  # (positions, 1)
     angle = position * _inverse_frequencies(d_model, base)  # (positions, d_model/2)
@@ -97,9 +83,7 @@ def rotation_matrix(offset: int, d_model: int, base: float = 10000.0,
 
     Taught in sinusoidal encodings, "Properties, asserted".
     """
-    _check_offset_is_integer(offset)
-    _check_d_model(d_model)
-    offset, d_model = int(offset), int(d_model)
+    offset, d_model = validation.integer("offset", offset, hint=OFFSET_HINT), _d_model(d_model)
     validation.check_allocation("rotation_matrix", (d_model, d_model), 8 * 2)  # block_diag in float64, then dtype
     angle = offset * _inverse_frequencies(d_model, base)  # (d_model/2,)
     cos, sin = torch.cos(angle), torch.sin(angle)
@@ -111,8 +95,7 @@ def offset_dot_product(offset: int, d_model: int, base: float = 10000.0) -> floa
     """Closed form of PE[p] . PE[p + k] = sum_i cos(k w_i): it does not depend on p.
 
     Taught in sinusoidal encodings, "Properties, asserted"."""
-    _check_offset_is_integer(offset)
-    offset = int(offset)
+    offset = validation.integer("offset", offset, hint=OFFSET_HINT)
     return float(torch.cos(offset * _inverse_frequencies(d_model, base)).sum())
 
 
@@ -120,8 +103,7 @@ def halves_permutation(d_model: int) -> torch.Tensor:
     """Column order r_[0:d:2, 1:d:2]: all sin columns first, then all cos columns (Marian's layout); (d_model,).
 
     Taught in sinusoidal encodings, "Against the implementations in transformers"."""
-    _check_d_model(d_model)
-    d_model = int(d_model)
+    d_model = _d_model(d_model)
     validation.check_allocation("halves_permutation", (d_model,), 8 * 2)
     return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
@@ -143,9 +125,8 @@ def rotary_scores(query: torch.Tensor, key: torch.Tensor, num_positions: int, ba
     Taught in one layer, many families, "Rotary encodings: the sinusoidal chapter's rotations, applied to queries
     and keys".
     """
-    _check_positions(num_positions)
-    num_positions = int(num_positions)
-    _check_base(base)
+    num_positions = validation.integer("num_positions", num_positions, minimum=1)
+    base = _base(base)
     validation.check_allocation("rotary_scores", (6, num_positions, num_positions), 8)  # scores + rotated copies
     query, key = torch.as_tensor(query, dtype=torch.float32), torch.as_tensor(key, dtype=torch.float32)
     if query.dim() != 1 or query.shape != key.shape or query.shape[0] % 2:

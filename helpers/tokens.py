@@ -12,6 +12,7 @@ from sklearn.decomposition import PCA
 from sklearn.metrics.pairwise import cosine_similarity
 from torch import nn
 
+from helpers import validation
 from helpers.plots import OKABE_ITO, PART_COLOURS, _numpy
 from helpers.tables import ResultTable
 
@@ -77,9 +78,7 @@ def _position_limit(tokenizer, max_positions: int | None) -> int | None:
     if max_positions is None:
         limit = getattr(tokenizer, "model_max_length", None)
         return limit if isinstance(limit, int) and limit < _NO_LIMIT else None
-    if isinstance(max_positions, bool) or not isinstance(max_positions, int) or max_positions < 2:
-        raise ValueError(f"max_positions must be an int >= 2 (room for [CLS] and [SEP]), got {max_positions!r}.")
-    return max_positions
+    return validation.integer("max_positions", max_positions, minimum=2, hint=" (room for [CLS] and [SEP])")
 
 
 def token_table(tokenizer, text: str, text_pair: str | None = None, *, max_positions: int | None = None,
@@ -92,6 +91,7 @@ def token_table(tokenizer, text: str, text_pair: str | None = None, *, max_posit
 
     Taught in token embeddings, "Text to ids".
     """
+    validation.check_tokenizer(tokenizer, "token_table")
     _check_text("text", text)
     if text_pair is not None:
         _check_text("text_pair", text_pair)
@@ -134,6 +134,12 @@ def greedy_wordpiece(word: str, vocab: Mapping[str, int], prefix: str = "##", un
     Taught in token embeddings, "Why `Sinan` becomes `sin` + `##an`".
     """
     _check_text("word", word)
+    if not isinstance(vocab, Mapping):
+        raise TypeError(f"vocab must map tokens to ids, got {type(vocab).__name__}: pass tokenizer.get_vocab().")
+    for name, value in (("prefix", prefix), ("unk_token", unk_token)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str (BERT uses '##' and '[UNK]'), got {type(value).__name__}.")
+    max_chars = validation.integer("max_chars", max_chars, minimum=1, hint=" (BERT's limit is 100)")
     if not word or any(ch.isspace() for ch in word):
         raise ValueError(f"greedy_wordpiece splits one word without spaces, got {word!r}; "
                          "use tokenizer.tokenize for running text.")
@@ -157,18 +163,22 @@ def greedy_wordpiece(word: str, vocab: Mapping[str, int], prefix: str = "##", un
     return WordPieceResult(pieces, tried)
 
 
-def _word_table(model_or_table) -> torch.Tensor:
+def _word_table(model_or_table, helper: str) -> torch.Tensor:
     if isinstance(model_or_table, nn.Embedding):
         return model_or_table.weight
+    if hasattr(model_or_table, "word_embeddings"):
+        validation.whole_model(model_or_table, helper)  # refuses model.embeddings, saying what to pass
     if isinstance(model_or_table, nn.Module) and hasattr(model_or_table, "get_input_embeddings"):
         return model_or_table.get_input_embeddings().weight
-    raise TypeError(f"Expected a BERT model or an nn.Embedding, got {type(model_or_table).__name__}.")
+    raise TypeError(f"{helper} expected a BERT model (model, tokenizer = load_bert()) or an nn.Embedding, "
+                    f"got {type(model_or_table).__name__}.")
 
 
 def single_token_id(tokenizer, word: str) -> int:
     """The id of a vocabulary entry ('##ing', '[SEP]') or of a word that WordPiece keeps as one known token.
 
     Taught in token embeddings, "Context-free vectors"."""
+    validation.check_tokenizer(tokenizer, "single_token_id")
     _check_text("word", word)
     if not word.strip():
         raise ValueError("word is empty: give a word such as 'bank'.")
@@ -189,8 +199,8 @@ def token_matrix(model, tokenizer, words: Sequence[str]) -> torch.Tensor:
     """The token-embedding rows of single-token words, stacked: (len(words), hidden).
 
     Taught in token embeddings, "Geometry of the table"."""
-    table = _word_table(model)
-    ids = [single_token_id(tokenizer, w) for w in words]
+    table = _word_table(model, "token_matrix")
+    ids = [single_token_id(tokenizer, w) for w in validation.strings("words", words)]
     _check_ids_fit(ids, table, tokenizer)
     return table.detach()[ids]
 
@@ -222,9 +232,8 @@ def nearest_tokens(model, tokenizer, word: str, k: int = 5) -> list[Neighbour]:
 
     Taught in token embeddings, "Geometry of the table".
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an int, got {type(k).__name__}.")
-    table = _word_table(model).detach()  # (vocab, hidden)
+    k = validation.integer("k", k, hint=" (how many neighbours)")
+    table = _word_table(model, "nearest_tokens").detach()  # (vocab, hidden)
     query = single_token_id(tokenizer, word)
     _check_ids_fit([query], table, tokenizer)
     rows = min(table.shape[0], len(tokenizer))  # rows the tokenizer can name
@@ -242,6 +251,8 @@ def nearest_table(model, tokenizer, words: Sequence[str], k: int = 5, digits: in
     """One row per word: its k nearest tokens with their cosine similarity, rounded for display.
 
     Taught in token embeddings, "Geometry of the table"."""
+    words = validation.strings("words", words)
+    k, digits = validation.integer("k", k, minimum=1), validation.integer("digits", digits, minimum=0)
     rows = []
     for word in words:
         near = nearest_tokens(model, tokenizer, word, k)
@@ -253,7 +264,7 @@ def row_norms(model) -> torch.Tensor:
     """The Euclidean norm of every row of the token-embedding table: (vocab,).
 
     Taught in token embeddings, "Row norms, and the row of `[PAD]`"."""
-    return torch.linalg.vector_norm(_word_table(model).detach(), dim=1)
+    return torch.linalg.vector_norm(_word_table(model, "row_norms").detach(), dim=1)
 
 
 @dataclass(frozen=True)
@@ -270,8 +281,13 @@ def word_group_pca(model, tokenizer, groups: Mapping[str, Sequence[str]], n_comp
     """Fit a PCA (scikit-learn) on the token rows of all words in the groups and project them.
 
     Taught in token embeddings, "Geometry of the table"."""
+    if not isinstance(groups, Mapping):
+        raise TypeError(f"groups must be a dict of group name -> list of words, e.g. {{'colours': ['red', 'blue']}}; "
+                        f"got {type(groups).__name__}.")
     if not groups or not all(groups.values()):
         raise ValueError("groups must map each group name to a non-empty list of words.")
+    groups = {name: validation.strings(f"groups[{name!r}]", words) for name, words in groups.items()}
+    n_components = validation.integer("n_components", n_components, minimum=1)
     words = [w for ws in groups.values() for w in ws]
     labels = [g for g, ws in groups.items() for _ in ws]
     if len(words) <= n_components:
@@ -371,6 +387,10 @@ def final_state(model, tokenizer, text: str, word: str, shift: int = 0) -> torch
 
     shift=0 gives the model's own default positions; shift=k feeds position ids k, k+1, ... (same tokens, same
     context, only the positions differ). Taught in token embeddings, "Context-free vectors"."""
+    validation.whole_model(model, "final_state")
+    validation.check_tokenizer(tokenizer, "final_state")
+    _check_text("text", text)
+    shift = validation.integer("shift", shift, minimum=0, hint=" (positions to move the text by)")
     encoded = tokenizer(text, return_tensors="pt")
     ids = encoded["input_ids"]  # (1, seq)
     word_id = single_token_id(tokenizer, word)

@@ -6,6 +6,7 @@ passed and what to pass instead. Shown at work in the appendix "When things go w
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping
 
@@ -20,19 +21,40 @@ HANDLED_EMBEDDINGS = ("BertEmbeddings", "RobertaEmbeddings")  # rebuilt exactly;
 TABLES = ("word_embeddings", "token_type_embeddings", "position_embeddings", "LayerNorm", "dropout")
 
 
-def integer(name: str, value, minimum: int | None = None, even: bool = False) -> int:
-    """value as a Python int: ints, numpy integer scalars and 0-d integer tensors pass; bools and floats do not."""
+def integer(name: str, value, minimum: int | None = None, even: bool = False, hint: str = "") -> int:
+    """value as a Python int: ints, numpy integer scalars and 0-d integer tensors pass; bools and floats do not.
+
+    minimum and even restrict the value; hint ends both errors' messages (": why, and what to pass")."""
     if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_floating_point() \
             and value.dtype != torch.bool:
         value = value.item()
+    words = {None: "", 0: "non-negative ", 1: "positive "}.get(minimum, "") + ("even " if even else "")
+    wanted = f"{words}integer" + (f" >= {minimum}" if minimum not in (None, 0, 1) else "")
+    wanted = ("an " if wanted[0] in "aeiou" else "a ") + wanted
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}.")
+        raise TypeError(_sentence(f"{name} must be {wanted}, got {type(value).__name__} {value!r}{hint}"))
     value = int(value)
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}.")
-    if even and value % 2:
-        raise ValueError(f"{name} must be an even integer, got {value}.")
+    if (minimum is not None and value < minimum) or (even and value % 2):
+        raise ValueError(_sentence(f"{name} must be {wanted}, got {value}{hint}"))
     return value
+
+
+def real(name: str, value, above: float | None = None, minimum: float | None = None, hint: str = "") -> float:
+    """value as a finite Python float (ints, floats, numpy scalars); above: strict bound, minimum: inclusive one."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(_sentence(f"{name} must be a real number, got {type(value).__name__} {value!r}{hint}"))
+    value = float(value)
+    bound = f" greater than {above:g}" if above is not None else f" >= {minimum:g}" if minimum is not None else ""
+    if not math.isfinite(value) or (above is not None and not value > above) or \
+            (minimum is not None and value < minimum):
+        raise ValueError(_sentence(f"{name} must be a finite number{bound}, got {value!r}{hint}"))
+    return value
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith(".") else text + "."
 
 
 def _size(nbytes: float) -> str:
@@ -101,13 +123,68 @@ def _nested_list(name: str, ids: list | tuple) -> list:
     return [[int(value) for value in row] for row in rows]
 
 
-def check_embeddings(embeddings, helper: str) -> str:
-    """Refuse anything but an embedding layer the helper rebuilds exactly; return the layer's class name."""
+def embedding_layer(embeddings, helper: str) -> nn.Module:
+    """Refuse anything but a module that is not a whole model: the mistake model for model.embeddings."""
     kind = type(embeddings).__name__
     if not isinstance(embeddings, nn.Module):
         raise TypeError(f"{helper} needs the model's embedding layer (model.embeddings), got {kind}.")
     if isinstance(getattr(embeddings, "embeddings", None), nn.Module):
         raise TypeError(f"{helper} got the whole {kind}: pass its embedding layer, model.embeddings.")
+    return embeddings
+
+
+def whole_model(model, helper: str) -> nn.Module:
+    """Refuse anything but a whole model with an embedding layer: the mistake model.embeddings for model."""
+    kind = type(model).__name__
+    if isinstance(model, nn.Module) and hasattr(model, "word_embeddings"):
+        raise TypeError(f"{helper} got the embedding layer {kind}: pass the whole model (load_bert() returns it), "
+                        "not model.embeddings.")
+    if not isinstance(model, nn.Module) or not isinstance(getattr(model, "embeddings", None), nn.Module):
+        raise TypeError(f"{helper} needs the whole model (model, tokenizer = load_bert()), got {kind}.")
+    return model
+
+
+def check_tokenizer(value, helper: str):
+    """Refuse what is not a tokenizer (the model, a text, a vocabulary) where the tokenizer goes."""
+    if isinstance(value, nn.Module) or not callable(value) or not hasattr(value, "convert_tokens_to_ids"):
+        raise TypeError(f"{helper} needs the tokenizer (model, tokenizer = load_bert()) where it got "
+                        f"{type(value).__name__}: check the order of the arguments.")
+    return value
+
+
+def numbers_tensor(name: str, value, what: str = "numbers") -> torch.Tensor:
+    """Numbers (tensor, array or nested list) as a tensor of their dtype; text, dicts, layers, None, bools refused."""
+    if isinstance(value, nn.Module):
+        hint = " (its .weight)" if hasattr(value, "weight") else ""
+        raise TypeError(f"{name} must be a tensor of {what}, got the layer {type(value).__name__}: pass its "
+                        f"weights{hint}, detached.")
+    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(
+            value, (torch.Tensor, np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be a tensor of {what}, got {type(value).__name__}.")
+    try:
+        tensor = torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"{name} must be a tensor of {what}, got a {type(value).__name__} torch cannot read "
+                        f"as numbers ({error}).") from None
+    if tensor.dtype == torch.bool or tensor.dtype.is_complex:
+        raise TypeError(f"{name} must hold real numbers, got dtype {tensor.dtype}.")
+    return tensor
+
+
+def strings(name: str, value, what: str = "words") -> list[str]:
+    """A non-empty list (or tuple) of str; one str, dicts, ids and a tokenizer's output refused."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)) or \
+            not all(isinstance(item, str) for item in value):
+        shown = type(value).__name__ if not isinstance(value, (str, list, tuple)) else repr(value)[:60]
+        raise TypeError(f"{name} must be a list of {what} (str), e.g. ['bank', 'river']; got {shown}.")
+    if not value:
+        raise ValueError(f"{name} is empty: pass at least one {what[:-1] if what.endswith('s') else what}.")
+    return list(value)
+
+
+def check_embeddings(embeddings, helper: str) -> str:
+    """Refuse anything but an embedding layer the helper rebuilds exactly; return the layer's class name."""
+    kind = type(embedding_layer(embeddings, helper)).__name__
     if kind not in HANDLED_EMBEDDINGS:
         family = type(embeddings).__module__.split(".")[-2] if "models." in type(embeddings).__module__ else ""
         missing = [name for name in TABLES if not hasattr(embeddings, name)]

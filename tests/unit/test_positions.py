@@ -40,7 +40,6 @@ from helpers.positions import (
     _translation_cv,
     _translation_invariance,
     dot_product_matrix,
-    position_probes,
 )
 from tests.unit.conftest import rounding_tolerance
 
@@ -253,31 +252,25 @@ def test_extrapolation_of_a_linear_table_and_the_constant_guess():
     assert result["constant"] == pytest.approx(np.abs(15.5 - np.arange(32, 64)).mean())  # median of 0..31
 
 
-def test_order_properties_are_the_probes_parts(tiny_bert):
+def test_order_properties_are_its_parts(tiny_bert):
     rows = position_rows(tiny_bert)
-    probes = position_probes(rows, max_offset=5)
-    assert order_properties(rows, 5) == {k: probes[k] for k in ("translation_cv", "monotonicity")}
+    # exact: the same calls on the same rows, in the same order
+    assert order_properties(rows, 5) == {"translation_cv": _translation_invariance(rows, 5),
+                                         "monotonicity": _monotonicity(rows, 5)}
+
+
+def probes(table: torch.Tensor) -> dict[str, float]:
+    return {"absolute_probe_mae": absolute_position_probe(table), **order_properties(table)}
 
 
 def test_learned_rows_sit_between_sinusoid_and_random(packaged):
-    learned = position_probes(position_rows(packaged[0]))
+    learned = probes(position_rows(packaged[0]))
     rows, hidden = position_rows(packaged[0]).shape
-    sinusoid = position_probes(sinusoidal_table(rows, hidden))
-    untrained = position_probes(random_rows(rows, hidden) * packaged[0].config.initializer_range)
+    sinusoid = probes(sinusoidal_table(rows, hidden))
+    untrained = probes(random_rows(rows, hidden) * packaged[0].config.initializer_range)
     assert sinusoid["absolute_probe_mae"] < learned["absolute_probe_mae"] < untrained["absolute_probe_mae"]
     assert sinusoid["translation_cv"] < learned["translation_cv"] < untrained["translation_cv"]
     assert untrained["monotonicity"] < learned["monotonicity"] < sinusoid["monotonicity"]
-
-
-def test_position_probes_keys_and_building_blocks(tiny_bert):
-    rows = position_rows(tiny_bert)
-    result = position_probes(rows, max_offset=7, seed=2)
-    assert list(result) == ["absolute_probe_mae", "translation_cv", "monotonicity"]
-    assert all(isinstance(v, float) for v in result.values())
-    # exact: the same calls on the same rows, in the same order
-    assert result["absolute_probe_mae"] == absolute_position_probe(rows, seed=2)
-    assert result["translation_cv"] == _translation_invariance(rows, 7)  # exact, as above
-    assert result["monotonicity"] == _monotonicity(rows, 7)
 
 
 # --- bands, rotation, table ---------------------------------------------------------------------------------------
@@ -318,7 +311,7 @@ def test_rotation_period_of_a_sine_cosine_pair(period):
 
 
 @pytest.mark.parametrize("function", [cosine_similarity_matrix, dot_product_matrix, _translation_invariance,
-                                      _monotonicity, absolute_position_probe, position_probes, band_statistics])
+                                      _monotonicity, absolute_position_probe, order_properties, band_statistics])
 def test_bad_tables_get_clear_errors(function):
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
         function(np.zeros((10, 4)))
@@ -334,13 +327,15 @@ def test_bad_tables_get_clear_errors(function):
 
 def test_bad_offsets_and_folds_get_clear_errors():
     rows = random_rows(10, 4)
-    with pytest.raises(ValueError, match="max_offset must be a positive integer"):
+    with pytest.raises(ValueError, match="max_offset must be a positive integer, got 0"):
         _translation_invariance(rows, 0)
+    with pytest.raises(TypeError, match="max_offset must be a positive integer, got float 1.5"):
+        _translation_invariance(rows, 1.5)
     with pytest.raises(ValueError, match="too large for a table of 10 rows"):
         _monotonicity(rows, 9)  # needs offset 10
     with pytest.raises(ValueError, match="too large"):
-        position_probes(rows, max_offset=20)
-    with pytest.raises(ValueError, match="folds must be an integer of at least 2"):
+        order_properties(rows, max_offset=20)
+    with pytest.raises(ValueError, match="folds must be an integer >= 2, got 1"):
         absolute_position_predictions(rows, folds=1)
     with pytest.raises(ValueError, match="fit_rows must leave rows on both sides"):
         extrapolation_mae(rows, fit_rows=len(rows))

@@ -56,11 +56,11 @@ def test_segment_pattern_matches_tokenizer_for_single_texts(packaged, text):
     assert segment_pattern(len(tokenizer.tokenize(text))) == tokenizer(text)["token_type_ids"]
 
 
-@pytest.mark.parametrize("bad", [-1, 2.0, "3"])
-def test_segment_pattern_rejects_bad_lengths(bad):
-    with pytest.raises(ValueError, match="number of word pieces"):
+@pytest.mark.parametrize(("bad", "error"), [(-1, ValueError), (2.0, TypeError), ("3", TypeError)])
+def test_segment_pattern_rejects_bad_lengths(bad, error):
+    with pytest.raises(error, match="len_a must be a non-negative integer, got .*number of word pieces"):
         segment_pattern(bad, 1)
-    with pytest.raises(ValueError, match="len_b must be"):
+    with pytest.raises(error, match="len_b must be a non-negative integer"):
         segment_pattern(1, bad)
 
 

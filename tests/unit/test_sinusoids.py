@@ -197,17 +197,20 @@ def test_longer_table_extends_shorter_one():
     assert torch.equal(sinusoidal_table(1000, 64)[:300], sinusoidal_table(300, 64))
 
 
-@pytest.mark.parametrize("d_model", [0, -2, 3, 385, 2.0, True, "512"])
-def test_bad_width(d_model):
-    with pytest.raises(ValueError, match="d_model must be a positive even integer"):
+@pytest.mark.parametrize(("d_model", "error"), [(0, ValueError), (-2, ValueError), (3, ValueError),
+                                                (385, ValueError), (2.0, TypeError), (True, TypeError),
+                                                ("512", TypeError)])
+def test_bad_width(d_model, error):
+    with pytest.raises(error, match="d_model must be a positive even integer, got .*a \\(sin, cos\\) pair"):
         sinusoidal_table(10, d_model)
-    with pytest.raises(ValueError, match="d_model must be a positive even integer"):
+    with pytest.raises(error, match="d_model must be a positive even integer"):
         wavelengths(d_model)
 
 
-@pytest.mark.parametrize("positions", [0, -1, 2.5, False])
-def test_bad_length(positions):
-    with pytest.raises(ValueError, match="num_positions must be a positive integer"):
+@pytest.mark.parametrize(("positions", "error"), [(0, ValueError), (-1, ValueError), (2.5, TypeError),
+                                                  (False, TypeError)])
+def test_bad_length(positions, error):
+    with pytest.raises(error, match="num_positions must be a positive integer, got"):
         sinusoidal_table(positions, 8)
 
 

@@ -126,9 +126,9 @@ def test_token_table_rejects_non_text(tokenizer, bad):
         token_table(tokenizer, "fine", bad if bad is not None else 3.5)
 
 
-@pytest.mark.parametrize("limit", [0, 1, "512", 2.5])
-def test_token_table_rejects_bad_limit(tokenizer, limit):
-    with pytest.raises(ValueError, match="max_positions must be an int"):
+@pytest.mark.parametrize(("limit", "error"), [(0, ValueError), (1, ValueError), ("512", TypeError), (2.5, TypeError)])
+def test_token_table_rejects_bad_limit(tokenizer, limit, error):
+    with pytest.raises(error, match=r"max_positions must be an integer >= 2, got .*\(room for \[CLS\] and \[SEP\]\)"):
         token_table(tokenizer, "hi", max_positions=limit)
 
 
@@ -242,11 +242,11 @@ def test_nearest_tokens_bad_k_and_types(packaged):
     for k in (0, -1, len(tokenizer)):
         with pytest.raises(ValueError, match="k must be between 1 and"):
             nearest_tokens(model, tokenizer, "bank", k)
-    with pytest.raises(TypeError, match="k must be an int"):
+    with pytest.raises(TypeError, match="k must be an integer, got float 2.0"):
         nearest_tokens(model, tokenizer, "bank", 2.0)
     with pytest.raises(TypeError, match="one string"):
         nearest_tokens(model, tokenizer, 42)
-    with pytest.raises(TypeError, match="BERT model or an nn.Embedding"):
+    with pytest.raises(TypeError, match=r"nearest_tokens expected a BERT model .* or an nn.Embedding, got str"):
         nearest_tokens("model", tokenizer, "bank")
 
 
