@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from helpers import FAMILIES, build_family
+from helpers.validation import MEMORY_BOUND
 
 EPS32 = torch.finfo(torch.float32).eps  # 1.19e-7: one float32 ulp at 1.0
 EPS64 = torch.finfo(torch.float64).eps  # 2.2e-16: one float64 ulp at 1.0
@@ -45,3 +46,22 @@ def tiny_models():
 @pytest.fixture(scope="module")
 def released_models():
     return {name: build_family(name) for name in FAMILIES}
+
+
+@pytest.fixture
+def big_allocations(monkeypatch):
+    """The shapes of torch.empty / torch.arange calls above MEMORY_BOUND (each refused with MemoryError)."""
+    allocated = []
+
+    def watch(real):
+        def watched(*size, **kwargs):
+            dims = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+            if all(isinstance(d, int) for d in dims) and math.prod(dims) * 8 > MEMORY_BOUND:
+                allocated.append(dims)  # only counts: the call goes through below, and would run out of memory
+                raise MemoryError(f"tried to allocate {dims}")
+            return real(*size, **kwargs)
+        return watched
+
+    monkeypatch.setattr(torch, "empty", watch(torch.empty))
+    monkeypatch.setattr(torch, "arange", watch(torch.arange))
+    return allocated
