@@ -52,6 +52,7 @@ from helpers import (
     t5_buckets,
     token_matrix,
     token_table,
+    validation,
     word_group_pca,
 )
 from helpers.positions import dot_product_matrix
@@ -313,6 +314,30 @@ def test_numpy_integers_are_accepted_by_the_analysis_helpers():
     assert token_table(TOKENIZER, "the bank", max_positions=np.int64(8)).ids == token_table(TOKENIZER, "the bank").ids
     assert torch.equal(final_state(BERT, TOKENIZER, "the bank", "bank", np.int64(2)),
                        final_state(BERT, TOKENIZER, "the bank", "bank", 2))
+
+
+
+@pytest.mark.parametrize(("check", "message"), [
+    (lambda: validation.integer("n", -1, minimum=0), "n must be a non-negative integer, got -1."),
+    (lambda: validation.integer("n", 0, minimum=1), "n must be a positive integer, got 0."),
+    (lambda: validation.integer("n", 3, minimum=2, even=True), "n must be an even integer >= 2, got 3."),
+    (lambda: validation.integer("n", 1.0, hint=" (a count)"), "n must be an integer, got float 1.0 (a count)."),
+    (lambda: validation.integer("n", 7, even=True, hint=": pairs."), "n must be an even integer, got 7: pairs."),
+    (lambda: validation.real("x", math.inf, above=0.0), "x must be a finite number greater than 0, got inf."),
+    (lambda: validation.real("x", -0.5, minimum=0.0), "x must be a finite number >= 0, got -0.5."),
+    (lambda: validation.real("x", True), "x must be a real number, got bool True."),
+])
+def test_the_shared_checks_say_what_was_passed_and_what_to_pass(check, message):
+    with pytest.raises((TypeError, ValueError)) as caught:
+        check()
+    assert str(caught.value) == message
+
+
+def test_the_shared_checks_accept_numpy_and_zero_dimensional_tensors():
+    assert validation.integer("n", np.int16(4), minimum=1, even=True) == 4
+    assert validation.integer("n", torch.tensor(4)) == 4
+    assert validation.real("x", np.float32(0.5), above=0.0) == 0.5
+    assert validation.real("x", torch.tensor(2)) == 2.0
 
 
 # ---------------------------------------------------------------- properties (hypothesis)

@@ -3,7 +3,8 @@
 Two parts. BAD_INPUTS: explicit mistakes (each a parametrized case) that must raise TypeError or ValueError, never
 another exception, and never allocate before refusing. The properties below them (hypothesis) draw random shapes,
 dtypes, sizes, id ranges and wrong types: every call either agrees with the reference (transformers' own layer, or
-the paper's formula in numpy) or raises TypeError/ValueError.
+the paper's formula in numpy) or raises TypeError/ValueError. The analysis helpers' mistakes, each pinned by its
+exception type and message, are in test_hostile_analysis_input.py.
 """
 
 from __future__ import annotations
