@@ -22,6 +22,8 @@ from packaging.requirements import Requirement
 
 from tools.book import install_cell
 from tools.book.toc import ROOT, toc_notebooks
+from tools.classroom.course import install_cell_source, source_notebook
+from tools.classroom.schema import load_chapters
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -155,3 +157,13 @@ def test_the_wheel_installs_and_imports_outside_the_repository(wheel, tmp_path):
     assert result.returncode == 0, result.stderr
     where, loads = result.stdout.split()
     assert Path(where) == site / "helpers" / "__init__.py" and loads == "True"
+
+
+def test_every_assignment_opens_with_its_chapter_s_install_cell_locked():
+    """The nbgrader version of a chapter runs where it lands too (tools/classroom copies the cell tagged install)."""
+    chapters = load_chapters()
+    assert chapters
+    for chapter in chapters:
+        cells = source_notebook(chapter, install_cell_source(chapter.name)).cells
+        assert cells[1].source == install_cell.cell_source(), chapter.name
+        assert cells[1].metadata["nbgrader"]["grade_id"] == "install" and cells[1].metadata["editable"] is False
