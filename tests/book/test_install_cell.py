@@ -149,14 +149,14 @@ def test_the_wheel_installs_and_imports_outside_the_repository(wheel, tmp_path):
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "book_venv.pth").write_text(sysconfig.get_path("purelib") + "\n")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], cwd=tmp_path,
-                   env=env, check=True, capture_output=True, timeout=300)
-    probe = "import helpers; print(helpers.__file__); print(callable(helpers.load_bert))"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                    "--disable-pip-version-check", str(wheel)], cwd=tmp_path, env=env, check=True, timeout=300)
+    probe = "import helpers; print(helpers.__file__); print(type(helpers.load_bert()[0]).__name__)"
     result = subprocess.run([str(python), "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr
     where, loads = result.stdout.split()
-    assert Path(where) == site / "helpers" / "__init__.py" and loads == "True"
+    assert Path(where) == site / "helpers" / "__init__.py" and loads == "BertModel"
 
 
 def test_every_assignment_opens_with_its_chapter_s_install_cell_locked():
