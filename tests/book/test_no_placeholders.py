@@ -73,4 +73,4 @@ def test_the_built_book_has_no_placeholder_and_no_other_repository():
 def test_the_intro_clones_the_configured_repository():
     soup = BeautifulSoup((require_built_book() / "book" / "intro.html").read_text(encoding="utf-8"), "html.parser")
     clones = [pre.get_text().strip() for pre in soup.select("pre") if "git clone" in pre.get_text()]
-    assert clones == [f"git clone {URL} && cd {URL.rstrip('/').split('/')[-1]}"]
+    assert clones == [f"git clone {URL}\ncd {URL.rstrip('/').split('/')[-1]}"]

@@ -20,7 +20,7 @@ OLD_TAGS = ("colab", "remove-cell")  # the hidden Colab-only cell this one repla
 NEW_CELL_ID = "install"
 EXTRA = "colab"  # pyproject.toml's extra: what a chapter needs that Colab (or a bare Jupyter) may lack
 LINE_LIMIT = 80  # book/ruff.toml's line length: the theme's code column
-COMMENT = "# The book's helpers and pins, installed only where missing (Colab, a download)."
+COMMENT = "# Install the book's helpers and pins where missing (Colab, a download)."
 
 
 def repository_url(root: Path = ROOT) -> str:
