@@ -42,7 +42,8 @@ $(DEV_STAMP): $(STAMP) requirements-dev.txt
 # What the book is built from: every project file outside _build, .venv, .git and caches. When none changed
 # since the last good build, `make book` has nothing to do (`make -B book` runs Jupyter Book anyway).
 BOOK_INPUTS := $(shell find . \( -name .git -o -name .venv -o -name _build -o -name __pycache__ \
-	-o -name '.*_cache' -o -name .ipynb_checkpoints \) -prune -o -type f -print)
+	-o -name '.*_cache' -o -name .ipynb_checkpoints -o -name dist -o -name build -o -name '*.egg-info' \) \
+	-prune -o -type f -print)
 BOOK_BUILT := _build/html/.built
 # What the outputs depend on besides the notebooks' code (helpers, pins, installed versions, checkpoint); rewritten,
 # after emptying the cache and the build, only when that changes (tools/book/fingerprint.py).
@@ -129,3 +130,13 @@ WORKERS ?= 2
 grade: $(DEV_STAMP)
 	@test -n "$(CHAPTER)" || { echo "make grade: say which chapter, e.g. make grade CHAPTER=token_embeddings"; exit 2; }
 	python -m tools.classroom grade $(CHAPTER) --workers $(WORKERS)
+
+.PHONY: dist
+# The helpers package as a wheel and an sdist in dist/, built offline with the venv's setuptools (build/ is its
+# scratch space). Every chapter's first cell installs this wheel from the GitHub release: README.md, Publishing.
+dist: $(STAMP)
+	rm -rf dist build
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	$(PY) -c 'from setuptools import build_meta; build_meta.build_sdist("dist")' > /dev/null
+	rm -rf build
+	@ls -l dist

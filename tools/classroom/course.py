@@ -38,8 +38,8 @@ def _nbgrader_cell(cell: nbformat.NotebookNode, grade_id: str, *, solution: bool
     return cell
 
 
-def _header(chapter: Chapter, colab: bool) -> str:
-    where = "; in Google Colab the first code cell installs it" if colab else ""
+def _header(chapter: Chapter, install: bool) -> str:
+    where = "; where they are missing (Google Colab, a download), the first code cell installs them" if install else ""
     return f"""# Exercises: {chapter.title}
 
 These exercises go with the chapter *{chapter.title}* of the book *BERT's First Vectors*.
@@ -69,21 +69,21 @@ def _test_source(test: Test) -> str:
     return f"{visible}\n### BEGIN HIDDEN TESTS\n{test.hidden.rstrip()}\n### END HIDDEN TESTS"
 
 
-def colab_cell_source(chapter_name: str, book_dir: Path = BOOK_DIR) -> str | None:
-    """The chapter's own Colab install cell (tagged 'colab'), so that the assignment runs in Colab too; or None."""
+def install_cell_source(chapter_name: str, book_dir: Path = BOOK_DIR) -> str | None:
+    """The chapter's own install cell (tagged 'install'), so that the assignment runs where it lands too; or None."""
     path = book_dir / f"{chapter_name}.ipynb"
     if not path.exists():
         return None
     cells = nbformat.read(path, as_version=4).cells
-    return next((cell.source for cell in cells if "colab" in cell.metadata.get("tags", [])), None)
+    return next((cell.source for cell in cells if "install" in cell.metadata.get("tags", [])), None)
 
 
-def source_notebook(chapter: Chapter, colab: str | None = None) -> nbformat.NotebookNode:
+def source_notebook(chapter: Chapter, install: str | None = None) -> nbformat.NotebookNode:
     """The instructor's nbgrader notebook: solutions between markers, test cells with points, hidden tests."""
     new_md, new_code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
-    cells = [_nbgrader_cell(new_md(_header(chapter, bool(colab))), "header", locked=True)]
-    if colab:
-        cells.append(_nbgrader_cell(new_code(colab), "colab", locked=True))
+    cells = [_nbgrader_cell(new_md(_header(chapter, bool(install))), "header", locked=True)]
+    if install:
+        cells.append(_nbgrader_cell(new_code(install), "install", locked=True))
     cells.append(_nbgrader_cell(new_code(chapter.setup.rstrip()), "setup", locked=True))
     for number, exercise in enumerate(chapter.exercises, start=1):
         cells.append(_nbgrader_cell(new_md(_exercise_markdown(number, exercise)), f"{exercise.id}-prompt",
@@ -131,7 +131,7 @@ configure(c, HERE)
 STUDENT_README = """# {title}: assignment `{name}`
 
 1. Open `{name}.ipynb` in Jupyter, in the book's environment (`make venv` in the book's repository), or in
-   Google Colab, where the notebook's first code cell installs what it needs.
+   Google Colab (or any Jupyter), where the notebook's first code cell installs what it needs.
 2. Answer every exercise in its cell; the cell after it checks your answer (more checks are hidden).
 3. Run *Kernel → Restart & Run All*, save, and hand in `{name}.ipynb` under this exact name.
 """
@@ -165,7 +165,7 @@ def write_course(course_dir: Path | str, chapters: list[Chapter]) -> None:
     for chapter in chapters:
         folder = course_dir / "source" / chapter.name
         folder.mkdir(parents=True, exist_ok=True)
-        nbformat.write(source_notebook(chapter, colab_cell_source(chapter.name)), folder / f"{chapter.name}.ipynb")
+        nbformat.write(source_notebook(chapter, install_cell_source(chapter.name)), folder / f"{chapter.name}.ipynb")
         (folder / "README.md").write_text(STUDENT_README.format(title=chapter.title, name=chapter.name))
 
 

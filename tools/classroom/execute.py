@@ -18,7 +18,7 @@ from traitlets import Integer, Unicode
 from tools.classroom.probes import Integrity, probe_source, read_probe
 from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class
 
-SLOW_CELLS = ("colab", "setup")  # loading torch, transformers and the checkpoint
+SLOW_CELLS = ("install", "setup")  # loading torch, transformers and the checkpoint
 
 
 def _grade_id(cell: NotebookNode) -> str:
@@ -34,7 +34,7 @@ def _not_graded(cell: NotebookNode, reason: str) -> None:
 class SandboxedExecute(Execute):
     """Run the notebook in a bwrap sandbox, one kernel, cell by cell; what could not run is reported, not scored."""
 
-    setup_timeout = Integer(300, help="seconds for the setup (and Colab) cell").tag(config=True)
+    setup_timeout = Integer(300, help="seconds for the setup (and install) cell").tag(config=True)
     cell_timeout = Integer(30, help="seconds for any other cell").tag(config=True)
     notebook_timeout = Integer(900, help="seconds for the whole notebook, probes included").tag(config=True)
     memory_mb = Integer(MEMORY_LIMIT_MB, help="the kernel's memory cap (RLIMIT_DATA), in MiB").tag(config=True)
