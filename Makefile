@@ -18,12 +18,12 @@ PORT ?= 8000
 
 venv: $(STAMP)
 
-# Python 3.10+ with venv (Debian: apt-get install python3-venv); one clear line instead of a traceback.
-PYTHON_OK := import sys; sys.exit("make: Python 3.10 or newer is needed, this python3 is " + sys.version.split()[0]) if sys.version_info < (3, 10) else None
+# Python 3.11+ with venv (Debian: apt-get install python3-venv); one clear line instead of a traceback.
+PYTHON_OK := import sys; sys.exit("make: Python 3.11 or newer is needed, this python3 is " + sys.version.split()[0]) if sys.version_info < (3, 11) else None
 VENV_OK := import ensurepip, venv
 
 $(VENV)/bin/python:
-	@command -v python3 > /dev/null || { echo "make: python3 is not installed (Python 3.10 or newer is needed)"; exit 1; }
+	@command -v python3 > /dev/null || { echo "make: python3 is not installed (Python 3.11 or newer is needed)"; exit 1; }
 	@python3 -c '$(PYTHON_OK)'
 	@python3 -c '$(VENV_OK)' 2> /dev/null || { echo "make: python3 cannot create a virtual environment; on Debian/Ubuntu: apt-get install python3-venv"; exit 1; }
 	python3 -m venv $(VENV)
