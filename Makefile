@@ -79,6 +79,7 @@ test: $(DEV_STAMP)
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
+	$(MAKE) --no-print-directory pdf
 	$(MAKE) --no-print-directory unit
 
 lint: $(DEV_STAMP)
@@ -111,6 +112,16 @@ serve:
 clean:
 	rm -rf _build .pytest_cache
 	find . -name .ipynb_checkpoints -prune -exec rm -rf {} +
+
+.PHONY: pdf
+# The whole book as one PDF in _build/pdf/ and in the site (the intro links it): Debian's Chromium (apt-get install
+# chromium) prints a single-page build of the same cache; redone only when the book was rebuilt.
+PDF_BUILT := _build/pdf/.built
+pdf: $(PDF_BUILT)
+
+$(PDF_BUILT): $(DEV_STAMP) $(BOOK_BUILT)
+	python -m tools.book.pdf
+	touch $@
 
 .PHONY: assignments
 # nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/; see book/teachers.md.

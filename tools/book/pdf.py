@@ -1,0 +1,124 @@
+"""`python -m tools.book.pdf` (make pdf): the whole book as one PDF, Chromium printing a single-page build.
+
+Jupyter Book's singlehtml builder writes every page of _toc.yml into one HTML page, from the same execution cache
+as `make book`, with the theme's print-only title and contents at the front. Debian's Chromium, driven by
+Playwright, opens it with print styles (book/_static/print.css), waits for MathJax, fonts and figures, and prints
+it to A4 with page numbers. The PDF goes to _build/pdf/ and, when the reader's site is built, into it as well.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tools.book.toc import ROOT
+
+PDF_BUILD = ROOT / "_build" / "pdf"
+SINGLE_HTML = PDF_BUILD / "_build" / "singlehtml"  # where --path-output puts the singlehtml builder's output
+SINGLE_PAGE = SINGLE_HTML / "book.html"  # the whole book on one page
+SITE = ROOT / "_build" / "html"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Flags for a closed network (as in tests/book/conftest.py): without them Chromium keeps trying Google's hosts.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                 "--disable-background-networking", "--disable-component-update"]
+MARGIN_MM = {"top": 16, "bottom": 16, "left": 15, "right": 15}
+A4_WIDTH_MM = 210
+PX_PER_MM = 96 / 25.4
+# The printed column's width in CSS pixels: what a reader's browser lays the page out in when it prints.
+PRINT_WIDTH_PX = round((A4_WIDTH_MM - MARGIN_MM["left"] - MARGIN_MM["right"]) * PX_PER_MM)
+FOOTER = ('<div style="font-size: 9px; width: 100%; text-align: center; color: #555;">'
+          '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+# Everything a printed page waits for: web fonts, MathJax's typesetting, every figure decoded.
+SETTLED = """async () => {
+  await document.fonts.ready;
+  if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+  await Promise.all([...document.images].map(img => img.decode().catch(() => null)));
+  return [...document.images].filter(img => !img.naturalWidth).map(img => img.src);
+}"""
+# Links to other files of the build (sources, downloads) mean nothing in a PDF; links inside it and to the web stay.
+UNLINK_LOCAL_FILES = """() => {
+  for (const a of document.querySelectorAll('a[href]')) {
+    const url = new URL(a.href);
+    if (url.protocol === 'file:' && url.pathname !== location.pathname) a.removeAttribute('href');
+  }
+}"""
+
+
+def book_title(root: Path = ROOT) -> str:
+    """The book's title from _config.yml."""
+    return yaml.safe_load((root / "_config.yml").read_text())["title"]
+
+
+def pdf_name(title: str) -> str:
+    """The PDF's file name from the book's title: lower case words joined by hyphens, possessive 's dropped."""
+    words = re.findall(r"[a-z0-9]+", re.sub(r"['’]s\b", "", title.lower()))
+    return "-".join(words) + ".pdf"
+
+
+PDF = PDF_BUILD / pdf_name(book_title())
+
+
+def pdf_config(root: Path = ROOT) -> dict:
+    """The reader's _config.yml for a build outside the root: its extensions' paths and its cache made absolute."""
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    sphinx = config.setdefault("sphinx", {})
+    sphinx["local_extensions"] = {name: str((root / path).resolve())
+                                  for name, path in (sphinx.get("local_extensions") or {}).items()}
+    config.setdefault("execute", {})["cache"] = str(root / "_build" / ".jupyter_cache")  # the book's own cache
+    return config
+
+
+def build_single_page() -> Path:
+    """Build the book into one HTML page (with -W, like make book) and return its path, SINGLE_PAGE."""
+    PDF_BUILD.mkdir(parents=True, exist_ok=True)
+    config_path = PDF_BUILD / "_config.yml"
+    config_path.write_text(yaml.safe_dump(pdf_config(), sort_keys=False))
+    command = ["jupyter-book", "build", str(ROOT), "--builder", "singlehtml", "--config", str(config_path),
+               "--path-output", str(PDF_BUILD), "--warningiserror", "--keep-going"]
+    subprocess.run(command, check=True)
+    # The builder names the page after the root (book/intro.html) but writes its links relative to the build's
+    # top folder (_static/..., _images/...): there is where the page must lie for its styles and figures to load.
+    root_page = yaml.safe_load((ROOT / "_toc.yml").read_text())["root"]
+    return (SINGLE_HTML / f"{root_page}.html").replace(SINGLE_PAGE)
+
+
+def open_for_print(browser, page_html: Path):
+    """A new page in `browser` showing `page_html` as Chromium prints it, once fonts, math and figures have settled."""
+    page = browser.new_page(viewport={"width": PRINT_WIDTH_PX, "height": 1000}, color_scheme="light")
+    page.emulate_media(media="print")
+    page.goto(page_html.as_uri(), wait_until="load")
+    missing = page.evaluate(SETTLED)
+    if missing:
+        raise RuntimeError(f"{page_html.name}: figures that did not load: {missing}")
+    return page
+
+
+def print_to_pdf(page_html: Path, pdf: Path) -> None:
+    """Print the single page to `pdf`: A4, page numbers in the footer, headings as the PDF's outline."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = open_for_print(browser, page_html)
+        page.evaluate(UNLINK_LOCAL_FILES)
+        margin = {side: f"{mm}mm" for side, mm in MARGIN_MM.items()}
+        page.pdf(path=str(pdf), format="A4", print_background=True, margin=margin, display_header_footer=True,
+                 header_template="<span></span>", footer_template=FOOTER, outline=True, tagged=True)
+        browser.close()
+
+
+def main() -> None:
+    """Build the single page, print it, and put the PDF beside it and into the reader's site."""
+    print_to_pdf(build_single_page(), PDF)
+    if (SITE / "index.html").exists():
+        shutil.copy2(PDF, SITE / PDF.name)
+    print(f"The book as one PDF is in {PDF.relative_to(ROOT)}.", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
