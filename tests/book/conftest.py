@@ -5,19 +5,15 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
 
+from tools.book.pdf import CHROMIUM, CHROMIUM_ARGS  # the browser that prints the PDF runs the tests
 from tools.book.toc import ROOT
 
 HTML = ROOT / "_build" / "html"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Flags for a closed network: without the background-networking ones Chromium keeps trying Google's hosts.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-                 "--disable-background-networking", "--disable-component-update"]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 

@@ -40,3 +40,11 @@ def test_class_pages_have_every_exercise_and_no_solution(page):
 
 def test_class_book_copies_no_page_sources():
     assert not (_class_html() / "_sources").exists()
+
+
+def test_the_class_intro_offers_no_pdf_the_readers_does():
+    """The whole-book PDF prints every solution unfolded: a class gets no link to it."""
+    reader, handed_out = (folder.joinpath("book", "intro.html").read_text() for folder in (require_built_book(),
+                                                                                            _class_html()))
+    assert 'href="../bert-first-vectors.pdf"' in reader  # the check can fail
+    assert "bert-first-vectors.pdf" not in handed_out

@@ -28,6 +28,7 @@ def class_config(root: Path = ROOT) -> dict:
                                   for name, path in (sphinx.get("local_extensions") or {}).items()}
     sphinx.setdefault("config", {}).update(hide_solutions=True, html_copy_source=False)
     config.setdefault("html", {}).update(use_download_button=False, use_repository_button=False)
+    config.setdefault("parse", {}).setdefault("myst_substitutions", {})["book_pdf"] = ""  # the PDF holds solutions
     config["launch_buttons"] = {}  # Binder and Colab would open the repository's notebook, solutions included
     config.setdefault("execute", {})["cache"] = str(root / "_build" / ".jupyter_cache")  # the book's own cache
     return config
