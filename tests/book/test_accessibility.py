@@ -81,3 +81,20 @@ def test_axe_reports_a_planted_violation(browser, book_url):
     results = tab.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
     context.close()
     assert ("image-alt", "critical") in {(v["id"], v["impact"]) for v in results["violations"]}
+
+
+def test_every_formula_carries_mathml_for_screen_readers(browser, book_url):
+    """MathJax loads only the components the book needs (_config.yml): the assistive MathML must be one of them."""
+    require_built_book()
+    context = browser.new_context()
+    tab = context.new_page()
+    formulas = {}
+    for stem in PAGES:
+        tab.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+        if tab.locator("main .math").count():
+            tab.evaluate("() => MathJax.startup.promise")
+            formulas[stem] = (tab.locator("main mjx-container").count(),
+                              tab.locator("main mjx-container > mjx-assistive-mml > math").count())
+    context.close()
+    assert "book/sum_and_layernorm" in formulas
+    assert {stem: counts for stem, counts in formulas.items() if counts[0] == 0 or counts[1] != counts[0]} == {}
