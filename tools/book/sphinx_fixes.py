@@ -54,7 +54,7 @@ def is_mathjax(script, mathjax_path: str) -> bool:
 
 def drop_mathjax_without_math(app, pagename, templatename, context, doctree) -> None:
     """No MathJax on a page whose own doctree has no math."""
-    if doctree is None or next(iter(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block)))), None):
+    if doctree is None or next(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block))), None):
         return
     context["script_files"] = [s for s in context.get("script_files", []) if not is_mathjax(s, app.config.mathjax_path)]
 
@@ -79,7 +79,7 @@ def copy_mathjax(app, exception) -> None:
 
 
 def fix_pages(app, exception) -> None:
-    """After an HTML build: drop the icon script (tag and file), give the citation list valid roles."""
+    """After an HTML build: drop the icon script (tag and file), give the citation list and the sidebar valid roles."""
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
