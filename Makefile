@@ -34,15 +34,18 @@ $(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# What the tests and the classroom tools add.
-$(DEV_STAMP): $(STAMP) requirements-dev.txt
+# What the tests and the classroom tools add (axe-core for the accessibility test: npm, pinned by its lock file).
+AXE := tests/book/axe
+$(DEV_STAMP): $(STAMP) requirements-dev.txt $(AXE)/package-lock.json
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@command -v npm > /dev/null || { echo "make: npm is not installed (Debian/Ubuntu: apt-get install nodejs npm)"; exit 1; }
+	npm ci --prefix $(AXE) --no-audit --no-fund --silent
 	touch $(DEV_STAMP)
 
 # What the book is built from: every project file outside _build, .venv, .git and caches. When none changed
 # since the last good build, `make book` has nothing to do (`make -B book` runs Jupyter Book anyway).
 BOOK_INPUTS := $(shell find . \( -name .git -o -name .venv -o -name _build -o -name __pycache__ \
-	-o -name '.*_cache' -o -name .ipynb_checkpoints -o -name dist -o -name build -o -name '*.egg-info' \) \
+	-o -name '.*_cache' -o -name .ipynb_checkpoints -o -name dist -o -name build -o -name '*.egg-info' -o -name node_modules -o -name .hypothesis \) \
 	-prune -o -type f -print)
 BOOK_BUILT := _build/html/.built
 # What the outputs depend on besides the notebooks' code (helpers, pins, installed versions, checkpoint); rewritten,
