@@ -1,7 +1,8 @@
 """The house style every figure of the book shares, and the figure primitives more than one chapter draws.
 
-A chapter's own figures live in its module, beside the analysis they draw (positions.py draws the position figures),
-and take their colours from PART_COLOURS here. Every figure function returns its Figure.
+A chapter's own figures live beside the analysis they draw (or, where that module would grow past one sitting, in
+position_figures.py and token_figures.py), and take their colours, hatches, dash patterns and markers from here.
+Every figure function returns its Figure.
 """
 
 from __future__ import annotations
