@@ -20,7 +20,8 @@ CHAPTERS = [p for p in toc_pages() if is_notebook(p)]
 # What each cell-output figure shows at 390 px: its link, the image's pixels and its displayed and natural widths.
 MEASURE = """() => [...document.querySelectorAll('.cell_output img')].map(img => ({
     alt: img.alt, src: img.src, link: img.closest('a') ? img.closest('a').href : null,
-    width: img.width, naturalWidth: img.naturalWidth, widthAttribute: Number(img.getAttribute('width')) || null}))"""
+    width: img.width, naturalWidth: img.naturalWidth,
+    setWidth: parseFloat(img.style.width) || Number(img.getAttribute('width')) || null}))"""
 
 
 def house_px(points: float) -> float:
@@ -41,7 +42,7 @@ def figures_at(browser, url: str) -> list[dict]:
 
 def displayed_text_px(figure: dict, points: float) -> float:
     """The size of text set at `points` as the page shows the figure: natural px x displayed / natural width."""
-    natural = figure["widthAttribute"] or figure["naturalWidth"]  # retina: the width attribute is half the pixels
+    natural = figure["setWidth"] or figure["naturalWidth"]  # retina: myst-nb sets half the pixels as the CSS width
     return house_px(points) * figure["width"] / natural
 
 
@@ -59,8 +60,8 @@ def test_every_figure_links_to_its_full_size_image_with_readable_text(measured, 
         response = context.request.get(figure["link"])
         assert response.ok and response.headers["content-type"] == "image/png", figure["link"]
         # retina: twice the pixels of the size the page asks for; shown at that size, text is house_px(points)
-        assert figure["widthAttribute"], f"{stem}: a figure without 2x output"
-        assert abs(figure["naturalWidth"] - 2 * figure["widthAttribute"]) <= 2, figure
+        assert figure["setWidth"], f"{stem}: a figure without 2x output"
+        assert abs(figure["naturalWidth"] - 2 * figure["setWidth"]) <= 2, figure
     context.close()
     assert house_px(SMALLEST_PT) >= READABLE_PX
 
