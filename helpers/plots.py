@@ -12,8 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-__all__ = ["OKABE_ITO", "PART_COLOURS", "PART_HATCHES", "contrast_ratio", "text_colour_on", "vector_strips",
-           "similarity_side_by_side", "grouped_token_bars"]
+__all__ = ["OKABE_ITO", "PART_COLOURS", "vector_strips", "similarity_side_by_side", "grouped_token_bars"]
 
 
 # Okabe & Ito's colour-blind-safe palette (jfly.uni-koeln.de/color): the book's only categorical colours.

@@ -11,15 +11,13 @@ from matplotlib.colors import to_rgb
 from helpers import (
     OKABE_ITO,
     PART_COLOURS,
-    PART_HATCHES,
-    contrast_ratio,
     embedding_pipeline_diagram,
     family_input_diagrams,
     grouped_token_bars,
     similarity_side_by_side,
-    text_colour_on,
     vector_strips,
 )
+from helpers.plots import PART_HATCHES, contrast_ratio, text_colour_on
 
 
 def test_grouped_token_bars_draws_one_bar_per_token_and_series():
