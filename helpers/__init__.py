@@ -2,9 +2,11 @@
 
     checkpoint          load_bert(): the checkpoint the book runs on, hash-checked (every chapter)
     anatomy             the layer taken apart: checked inputs, three lookups, their sum (the layer at a glance)
-    tokens              WordPiece, token tables, nearest tokens, their figures (token embeddings)
+    tokens              WordPiece, token tables, nearest tokens (token embeddings)
+    token_figures       the token chapter's figures
     segments            segment rows and swaps (segment embeddings)
-    positions           learned-position analyses and probes, their figures (learned positions)
+    positions           learned-position analyses and probes (learned positions)
+    position_figures    the learned-position chapter's figures
     layernorm           LayerNorm by hand, dropout, shares of the sum, precision, their figures (the sum and LayerNorm)
     sinusoids           sinusoidal tables, rotations, rotary scores, their figures (sinusoidal encodings; families)
     relative_positions  T5's relative-position buckets and ALiBi's slopes, their figures (relative positions: T5)
@@ -27,10 +29,12 @@ from helpers.input_layers import *  # noqa: F403
 from helpers.layernorm import *  # noqa: F403
 from helpers.notebook import *  # noqa: F403
 from helpers.plots import *  # noqa: F403
+from helpers.position_figures import *  # noqa: F403
 from helpers.positions import *  # noqa: F403
 from helpers.relative_positions import *  # noqa: F403
 from helpers.segments import *  # noqa: F403
 from helpers.sinusoids import *  # noqa: F403
 from helpers.tables import *  # noqa: F403
+from helpers.token_figures import *  # noqa: F403
 from helpers.tokens import *  # noqa: F403
 from helpers.validation import *  # noqa: F403

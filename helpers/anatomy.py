@@ -14,7 +14,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from torch import nn
 
 from helpers import validation
-from helpers.plots import DIVERGING, PART_COLOURS
+from helpers.plots import DIVERGING, PART_COLOURS, text_colour_on
 from helpers.tables import ResultTable
 
 __all__ = ["check_embedding_inputs", "embedding_parts", "embedding_parameter_table", "embedding_pipeline_diagram"]
@@ -122,10 +122,8 @@ def embedding_pipeline_diagram(hidden_size: int, vocab_size: int, max_positions:
     ax.axis("off")
 
     def box(x, y, w, text, colour):
-        ax.add_patch(FancyBboxPatch((x, y), w, 0.8, boxstyle="round,pad=0.05", fc=colour, ec="black",
-                                    alpha=0.85))
-        ax.text(x + w / 2, y + 0.4, text, ha="center", va="center", fontsize=9, color="white"
-                if colour != "white" else "black")
+        ax.add_patch(FancyBboxPatch((x, y), w, 0.8, boxstyle="round,pad=0.05", fc=colour, ec="black"))
+        ax.text(x + w / 2, y + 0.4, text, ha="center", va="center", fontsize=9, color=text_colour_on(colour))
 
     def arrow(start, end):
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="black"))
@@ -219,7 +217,7 @@ def per_token_sum_figure(tokens: list[str], parts: EmbeddingParts, token_type_id
             for spine in ax.spines.values():
                 spine.set(visible=True, color=PART_COLOURS[name], linewidth=2.5)
             ax.set_xlabel(label(i), fontsize=8, labelpad=2)
-        axes[r, 0].set_ylabel(name, fontsize=9, color=PART_COLOURS[name])
+        axes[r, 0].set_ylabel(name, fontsize=9)  # black text; the frame's colour repeats the part
     for i, token in enumerate(tokens):
         axes[0, i].set_title(token, fontsize=9)
     if title:

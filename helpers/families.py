@@ -17,7 +17,7 @@ from torch import nn
 
 from helpers import validation
 from helpers.input_layers import InputLayerSummary, _block_prefix
-from helpers.plots import PART_COLOURS
+from helpers.plots import PART_COLOURS, PART_HATCHES, text_colour_on
 from helpers.tables import ResultTable
 
 __all__ = [
@@ -231,12 +231,11 @@ def family_input_diagrams(families: dict[str, dict], columns: int = 3, title: st
     fig, axes = plt.subplots(rows, columns, figsize=(3.8 * columns, 2.5 * rows), squeeze=False)
     grey = PART_COLOURS["other"]
 
-    def box(ax, x, y, w, h, text, colour, dashed=False, size=7.5):
+    def box(ax, x, y, w, h, text, colour, dashed=False):
         ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04", fc="white" if dashed else colour,
-                                    ec=grey if dashed else "black", ls="--" if dashed else "-", lw=0.8,
-                                    alpha=1.0 if dashed else 0.88))
-        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size,
-                color=grey if dashed else "white")
+                                    ec=grey if dashed else "black", ls="--" if dashed else "-", lw=0.8))
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=8,
+                color=grey if dashed else text_colour_on(colour))
 
     def arrow(ax, start, end):
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=8, color="black", lw=0.8))
@@ -250,7 +249,7 @@ def family_input_diagrams(families: dict[str, dict], columns: int = 3, title: st
         for part, y in slots:
             shape = spec.get(part)
             label = f"{part}\n{shape}" if shape else f"no {part}\ntable"
-            box(ax, 0.1, y, 2.1, 1.1, label, PART_COLOURS[part], dashed=not shape, size=8)
+            box(ax, 0.1, y, 2.1, 1.1, label, PART_COLOURS[part], dashed=not shape)
             if shape:
                 arrow(ax, (2.25, y + 0.55), (2.62, 3.15))
         ax.add_patch(plt.Circle((2.85, 3.15), 0.25, fc="white", ec="black", lw=0.8))
@@ -259,7 +258,7 @@ def family_input_diagrams(families: dict[str, dict], columns: int = 3, title: st
         for key, label in (("norm", "{}"), ("projection", "Linear\n{}")):
             if spec.get(key):
                 arrow(ax, (x, 3.15), (x + 0.25, 3.15))
-                box(ax, x + 0.25, 2.6, 1.65, 1.1, label.format(spec[key]), grey, size=7)
+                box(ax, x + 0.25, 2.6, 1.65, 1.1, label.format(spec[key]), grey)
                 x += 1.95
         arrow(ax, (x, 3.15), (x + 0.25, 3.15))
         left, width = x + 0.25, 9.9 - (x + 0.25)
@@ -267,17 +266,16 @@ def family_input_diagrams(families: dict[str, dict], columns: int = 3, title: st
                                     lw=0.8))
         ax.text(left + width / 2, 5.0, "blocks", ha="center", va="center", fontsize=8, fontweight="bold")
         ax.text(left + width / 2, 4.3, spec.get("blocks", "").replace(" (", "\n(", 1), ha="center", va="center",
-                fontsize=7)
+                fontsize=8)
         enters = spec.get("position_enters", "")
         if enters == "added to the input":
             note = "attention sees\npositions only\nthrough the input"
-            ax.text(left + width / 2, 2.4, note, ha="center", va="center", fontsize=7, color=grey)
+            ax.text(left + width / 2, 2.4, note, ha="center", va="center", fontsize=8, color=grey)
         else:
             text = "bias added to\nattention logits" if "bias" in enters else "rotate queries\nand keys"
-            box(ax, left + 0.15, 1.9, width - 0.3, 1.6, text, PART_COLOURS["position"], size=8)
+            box(ax, left + 0.15, 1.9, width - 0.3, 1.6, text, PART_COLOURS["position"])
         if spec.get("position_note"):
-            ax.text(left + width / 2, 1.35, spec["position_note"], ha="center", va="center", fontsize=7,
-                    color=PART_COLOURS["position"])
+            ax.text(left + width / 2, 1.35, spec["position_note"], ha="center", va="center", fontsize=8)
     spare = list(axes.flat)[len(families):]
     if spare:  # a key to the colours in the first empty panel
         handles = [FancyBboxPatch((0, 0), 1, 1, fc=PART_COLOURS[part], ec="black", lw=0.8) for part in
@@ -306,7 +304,8 @@ def family_parameter_bars(parts: dict[str, dict[str, int]], total_parameters: di
     for part in ("token", "segment", "position", "other"):
         share = np.array([sum(v for k, v in parts[n].items() if (k if k in PART_COLOURS else "other") == part)
                           / total_parameters[n] for n in names])
-        ax.barh(y, share, left=left, color=PART_COLOURS[part], height=0.65, label=f"{part} table" if part !=
+        ax.barh(y, share, left=left, color=PART_COLOURS[part], hatch=PART_HATCHES[part], edgecolor="white", lw=0,
+                height=0.65, label=f"{part} table" if part !=
                 "other" else "norm and projection")
         left += share
     for i, name in enumerate(names):

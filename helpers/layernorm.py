@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from helpers.anatomy import EmbeddingParts, check_embedding_inputs
-from helpers.plots import OKABE_ITO, PART_COLOURS, _numpy, grouped_token_bars
+from helpers.plots import LINE_STYLES, MARKERS, OKABE_ITO, PART_COLOURS, _numpy, grouped_token_bars
 
 __all__ = ["layer_norm_by_hand", "dropout_statistics", "part_shares", "precision_tolerance", "compare_on_device",
            "layer_norm_steps", "dropout_scatter", "part_share_bars", "precision_error_plot"]
@@ -166,7 +166,7 @@ def dropout_scatter(before, after, p: float, title: str = ""):
     fig, ax = plt.subplots(figsize=(5.2, 4.0))
     ax.scatter(x[~dropped], y[~dropped], s=4, color=PART_COLOURS["token"], alpha=0.5,
                label=f"kept ({int((~dropped).sum())}): scaled by 1/(1-p) = {1 / (1 - p):.3f}")
-    ax.scatter(x[dropped], y[dropped], s=4, color=PART_COLOURS["segment"], alpha=0.7,
+    ax.scatter(x[dropped], y[dropped], s=14, marker="x", linewidths=0.8, color=PART_COLOURS["segment"],
                label=f"dropped ({int(dropped.sum())}): set to 0")
     line = np.array([x.min(), x.max()])
     ax.plot(line, line, color="black", linewidth=0.8, linestyle=":", label="unchanged (y = x)")
@@ -199,8 +199,9 @@ def precision_error_plot(errors: dict[str, object], x=None, tolerance: float | N
         ax.bar(list(errors), [float(v) for v in errors.values()], color=OKABE_ITO[:len(errors)])
         ax.set_yscale("log")
     else:
-        for (name, values), colour in zip(errors.items(), OKABE_ITO, strict=False):
-            ax.plot(x, _numpy(values), "o-", color=colour, label=name)
+        for i, (name, values) in enumerate(errors.items()):  # colour, marker and dash pattern per dtype
+            ax.plot(x, _numpy(values), LINE_STYLES[i % len(LINE_STYLES)], marker=MARKERS[i % len(MARKERS)],
+                    color=OKABE_ITO[i % len(OKABE_ITO)], label=name)
         ax.set(xscale="log", xticks=list(x), xticklabels=[str(v) for v in x], xlabel=xlabel)
         ax.legend(frameon=False, fontsize=8)
     ax.axhline(0.5, color="black", lw=0.8, ls=":")

@@ -1,7 +1,8 @@
 """The house style every figure of the book shares, and the figure primitives more than one chapter draws.
 
-A chapter's own figures live in its module, beside the analysis they draw (positions.py draws the position figures),
-and take their colours from PART_COLOURS here. Every figure function returns its Figure.
+A chapter's own figures live beside the analysis they draw (or, where that module would grow past one sitting, in
+position_figures.py and token_figures.py), and take their colours, hatches, dash patterns and markers from here.
+Every figure function returns its Figure.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ OKABE_ITO = ["#0072B2", "#D55E00", "#CC79A7", "#009E73", "#E69F00", "#56B4E9", "
 # The three parts of the sum, the same in every chapter: blue, vermillion, reddish purple stay apart under
 # protanopia, deuteranopia and tritanopia (tests/unit/test_plots.py simulates each).
 PART_COLOURS = {"token": OKABE_ITO[0], "segment": OKABE_ITO[1], "position": OKABE_ITO[2], "other": "#6b6b6b"}
+# The second cue where colour tells series apart, for readers who cannot rely on colour (and for print).
+PART_HATCHES = {"token": "", "segment": "///", "position": "...", "other": "xx"}
+HATCHES = ["", "///", "...", "xx", "\\\\", "++"]
+LINE_STYLES = ["-", "--", "-.", ":"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "viridis"
 
@@ -41,6 +47,24 @@ def apply_house_style() -> None:
             "axes.prop_cycle": mpl.cycler(color=OKABE_ITO),
         }
     )
+
+
+def _relative_luminance(colour) -> float:
+    """WCAG 2.x relative luminance of a matplotlib colour (alpha ignored)."""
+    channels = np.array(mpl.colors.to_rgb(colour))
+    linear = np.where(channels <= 0.04045, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def contrast_ratio(foreground, background) -> float:
+    """WCAG contrast ratio (1 to 21) of two colours."""
+    light, dark = sorted((_relative_luminance(foreground), _relative_luminance(background)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def text_colour_on(fill) -> str:
+    """Black or white, whichever contrasts more with the fill: labels on coloured boxes stay readable."""
+    return "black" if contrast_ratio("black", fill) >= contrast_ratio("white", fill) else "white"
 
 
 def _numpy(values) -> np.ndarray:
@@ -81,7 +105,7 @@ def similarity_side_by_side(similarities: dict[str, object], axis_label: str = "
 
 def grouped_token_bars(tokens: list[str], values: dict[str, object], title: str = "", ylabel: str = "",
                        colours: dict[str, str] | None = None, split_at: int | None = None):
-    """Bars per token, one bar per series side by side; series named like PART_COLOURS keys get those colours.
+    """Bars per token, one bar per series side by side, each with its own colour and hatching (PART_* for parts).
 
     split_at: draw a dashed line before this token (e.g. where sentence B begins).
     """
@@ -91,12 +115,16 @@ def grouped_token_bars(tokens: list[str], values: dict[str, object], title: str 
             raise ValueError(f"series {name!r} has {row.shape[0]} values for {len(tokens)} tokens.")
     colours = colours or {}
     fallback = iter(OKABE_ITO[3:])
+    taken = {PART_HATCHES[name] for name in series if name in PART_HATCHES}
+    fallback_hatches = iter([hatch for hatch in HATCHES if hatch not in taken])
     fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(tokens) + 2.0), 3.4))
     width = 0.8 / len(series)
     positions = np.arange(len(tokens))
     for k, (name, row) in enumerate(series.items()):
         colour = colours.get(name) or PART_COLOURS.get(name) or next(fallback)
-        ax.bar(positions + (k - (len(series) - 1) / 2) * width, row, width, label=name, color=colour)
+        hatch = PART_HATCHES[name] if name in PART_HATCHES else next(fallback_hatches)
+        ax.bar(positions + (k - (len(series) - 1) / 2) * width, row, width, label=name, color=colour, hatch=hatch,
+               edgecolor="white", linewidth=0)
     if split_at is not None:
         ax.axvline(split_at - 0.5, color="black", linestyle="--", linewidth=1)
     ax.set_xticks(positions, tokens, rotation=60, ha="right")

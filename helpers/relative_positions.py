@@ -124,17 +124,17 @@ def bucket_staircase(num_buckets: int = 32, max_distance: int = 128, max_offset:
     Taught in relative positions, "Which buckets are used"."""
     offsets = torch.arange(-max_offset, max_offset + 1)
     fig, ax = plt.subplots(figsize=(8.0, 3.6))
-    for colour, (label, bidirectional) in zip(OKABE_ITO, {"encoder (bidirectional)": True,
-                                                          "decoder (causal)": False}.items(), strict=False):
+    kinds = {"encoder (bidirectional)": (True, "-"), "decoder (causal)": (False, "--")}  # colour and dash pattern
+    for colour, (label, (bidirectional, style)) in zip(OKABE_ITO, kinds.items(), strict=False):
         buckets = t5_buckets(offsets, bidirectional, num_buckets, max_distance)
-        ax.step(_numpy(offsets), _numpy(buckets), where="mid", color=colour, label=label)
+        ax.step(_numpy(offsets), _numpy(buckets), style, where="mid", color=colour, label=label)
         for direction in (1, -1) if bidirectional else (-1,):
             side = offsets * direction > 0
             last = int(buckets[side].max())  # the direction's last bucket
             start = int(offsets[side & (buckets == last)].abs().min()) * direction
             ax.axvline(start, color=colour, linestyle=":", linewidth=1)
             ax.annotate(f"bucket {last} from {start:+d}", (start, last), xytext=(4, -12),
-                        textcoords="offset points", fontsize=8, color=colour)
+                        textcoords="offset points", fontsize=8)
     for distance in (-max_distance, max_distance):
         ax.axvline(distance, color=PART_COLOURS["other"], linestyle="--", linewidth=1)
     ax.set(title="T5 bucket id against the offset (dashed: max_distance)", xlabel="offset key - query",

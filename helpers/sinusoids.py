@@ -12,7 +12,7 @@ import transformers
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 from helpers import validation
-from helpers.plots import DIVERGING, OKABE_ITO, PART_COLOURS, SEQUENTIAL, _numpy
+from helpers.plots import DIVERGING, LINE_STYLES, OKABE_ITO, PART_COLOURS, SEQUENTIAL, _numpy
 
 __all__ = [
     "sinusoidal_table",
@@ -191,10 +191,10 @@ def labelled_curves(series: dict[str, tuple], title: str = "", xlabel: str = "",
 
     Taught in sinusoidal encodings, "Pictures"."""
     fig, ax = plt.subplots(figsize=(8.0, 3.4))
-    for name, (x, y, *fmt) in series.items():
+    for i, (name, (x, y, *fmt)) in enumerate(series.items()):  # no fmt given: a dash pattern per curve
         draw = ax.step if step else ax.plot
         kwargs = {"where": "mid"} if step else {}
-        draw(_numpy(x), _numpy(y), *fmt, label=name, **kwargs)
+        draw(_numpy(x), _numpy(y), *(fmt or [LINE_STYLES[i % len(LINE_STYLES)]]), label=name, **kwargs)
     for name, value in (reference_lines or {}).items():
         ax.axhline(value, color=PART_COLOURS["other"], linestyle=":", linewidth=1)
         ax.annotate(name, (0.0, value), xycoords=("axes fraction", "data"), xytext=(4, 3),
@@ -252,7 +252,7 @@ def clock_hands(d_model: int, pairs: tuple[int, ...], positions: tuple[int, ...]
             angle = pos * float(frequencies[pair])
             ax.annotate("", (np.cos(angle), np.sin(angle)), (0, 0),
                         arrowprops={"arrowstyle": "->", "color": colour, "linewidth": 1.6})
-            ax.annotate(str(pos), (1.18 * np.cos(angle), 1.18 * np.sin(angle)), color=colour,
+            ax.annotate(str(pos), (1.18 * np.cos(angle), 1.18 * np.sin(angle)),  # direct label, black text
                         ha="center", va="center", fontsize=9, fontweight="bold")
         ax.set(xlim=(-1.4, 1.4), ylim=(-1.4, 1.4), aspect="equal", xticks=[], yticks=[],
                title=f"pair {pair}: {float(frequencies[pair]):.3f} rad per step",

@@ -25,3 +25,25 @@ def test_setup_fixes_print_options_and_plot_style():
     assert np.array2string(np.array([1e-9, 1 / 3])) == "[0.     0.3333]"
     assert mpl.rcParams["figure.dpi"] == 100 and mpl.rcParams["savefig.dpi"] == 100
     assert not transformers.utils.logging.is_progress_bar_enabled()
+
+
+def test_setup_draws_figures_with_twice_the_pixels_at_their_displayed_size():
+    """Retina output: the PNG (read by Pillow) has 2x the pixels of the width and height it asks to be shown at."""
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from PIL import Image
+
+    shell = InteractiveShell.instance()
+    setup()
+    fig, ax = plt.subplots(figsize=(4.0, 2.0))
+    ax.plot([0, 1], [0, 1])
+    data, metadata = shell.display_formatter.format(fig)
+    plt.close(fig)
+    png = data["image/png"]
+    image = Image.open(io.BytesIO(png if isinstance(png, bytes) else base64.b64decode(png)))
+    shown = metadata["image/png"]
+    assert abs(image.width - 2 * shown["width"]) <= 1 and abs(image.height - 2 * shown["height"]) <= 1
+    assert 380 <= shown["width"] <= 420  # 4 inches at the house style's 100 dpi, give or take the 0.1-inch pad

@@ -6,8 +6,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from matplotlib.colors import to_rgb
 
-from helpers import grouped_token_bars, similarity_side_by_side, vector_strips
+from helpers import (
+    OKABE_ITO,
+    PART_COLOURS,
+    embedding_pipeline_diagram,
+    family_input_diagrams,
+    grouped_token_bars,
+    similarity_side_by_side,
+    vector_strips,
+)
+from helpers.plots import PART_HATCHES, contrast_ratio, text_colour_on
 
 
 def test_grouped_token_bars_draws_one_bar_per_token_and_series():
@@ -67,8 +77,6 @@ def _lab_as_seen(colour: str, matrix) -> np.ndarray:
 
 @pytest.mark.parametrize("deficiency", [None, *DEFICIENCIES])
 def test_the_three_part_colours_stay_apart_for_colour_blind_readers(deficiency):
-    from helpers.plots import PART_COLOURS
-
     matrix = np.eye(3) if deficiency is None else DEFICIENCIES[deficiency]
     seen = [_lab_as_seen(PART_COLOURS[part], matrix) for part in ("token", "segment", "position")]
     distances = [np.linalg.norm(a - b) for k, a in enumerate(seen) for b in seen[k + 1:]]
@@ -79,3 +87,88 @@ def test_the_simulation_collapses_a_pair_known_to_collapse():
     """The check can fail: tab10's orange and green are near-identical under protanopia (ΔE ≈ 5)."""
     orange, green = (_lab_as_seen(c, DEFICIENCIES["protanopia"]) for c in ("#ff7f0e", "#2ca02c"))
     assert np.linalg.norm(orange - green) < 10
+
+
+def _wcag_luminance(rgb) -> float:
+    """WCAG 2.2 relative luminance (https://www.w3.org/TR/WCAG22/#dfn-relative-luminance) of sRGB in [0, 1]."""
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _wcag_contrast(a, b) -> float:
+    """WCAG contrast ratio (L1 + 0.05) / (L2 + 0.05), L1 the lighter (https://www.w3.org/TR/WCAG22/#dfn-contrast-ratio)."""
+    high, low = sorted((_wcag_luminance(a), _wcag_luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _over_white(rgba) -> tuple:
+    """The colour a reader sees: an RGBA fill composited over the white page."""
+    r, g, b, alpha = rgba
+    return tuple(alpha * c + (1 - alpha) for c in (r, g, b))
+
+
+def _label_contrasts(fig) -> dict[str, float]:
+    """Each text drawn on an axes -> its WCAG contrast with the patch it sits on (the smallest patch under it, else
+    the white axes)."""
+    fig.canvas.draw()
+    contrasts = {}
+    for ax in fig.axes:
+        for text in ax.texts:
+            if not text.get_text().strip():
+                continue
+            anchor = text.get_transform().transform(text.get_position())
+            under = [p for p in ax.patches if p.get_visible() and p.contains_point(anchor)]
+            fill = (1.0, 1.0, 1.0)
+            if under:
+                smallest = min(under, key=lambda p: p.get_window_extent().width * p.get_window_extent().height)
+                fill = _over_white(smallest.get_facecolor())
+            contrasts[text.get_text()] = _wcag_contrast(to_rgb(text.get_color()), fill)
+    return contrasts
+
+
+def test_the_wcag_formula_reproduces_known_ratios():
+    """Reference values: black on white is 21:1; #777777 on white is 4.48:1 (WebAIM's contrast checker)."""
+    assert _wcag_contrast((0, 0, 0), (1, 1, 1)) == pytest.approx(21.0)
+    assert _wcag_contrast(to_rgb("#777777"), (1, 1, 1)) == pytest.approx(4.48, abs=0.005)
+
+
+@pytest.mark.parametrize("fill", [*OKABE_ITO, *PART_COLOURS.values()])
+def test_text_colour_on_every_house_colour_reaches_4_5_to_1(fill):
+    chosen = text_colour_on(fill)
+    assert _wcag_contrast(to_rgb(chosen), to_rgb(fill)) >= 4.5, (fill, chosen)
+    assert contrast_ratio(chosen, fill) == pytest.approx(_wcag_contrast(to_rgb(chosen), to_rgb(fill)))
+
+
+def test_white_labels_on_the_part_colours_fail_the_check():
+    """The check can fail: the diagrams' old white labels on vermillion and reddish purple were below 4.5:1."""
+    assert _wcag_contrast((1, 1, 1), to_rgb(PART_COLOURS["segment"])) < 4.5
+    assert _wcag_contrast((1, 1, 1), to_rgb(PART_COLOURS["position"])) < 4.5
+
+
+def test_every_label_on_the_diagrams_reaches_4_5_to_1():
+    specs = {
+        "all three tables": {"token": "30522 x 768", "segment": "2 x 768", "position": "512 x 768",
+                             "norm": "LayerNorm", "position_enters": "added to the input", "blocks": "post-norm"},
+        "rotary, projected": {"token": "50 x 16", "segment": None, "position": None, "norm": "RMSNorm",
+                              "projection": "16 -> 32", "position_enters": "rotates queries and keys",
+                              "position_note": "no position table", "blocks": "pre-norm"},
+        "bias": {"token": "32128 x 512", "segment": None, "position": None, "position_enters":
+                 "bias on attention logits", "blocks": "pre-norm (RMS)"},
+    }
+    figures = {"pipeline": embedding_pipeline_diagram(768, 30522, 512, 2), "families": family_input_diagrams(specs)}
+    for name, fig in figures.items():
+        contrasts = _label_contrasts(fig)
+        assert len(contrasts) >= 8, name
+        low = {text: round(ratio, 2) for text, ratio in contrasts.items() if ratio < 4.5}
+        assert not low, (name, low)
+    plt.close("all")
+
+
+def test_grouped_bars_tell_series_apart_by_hatching_as_well_as_colour():
+    tokens = ["a", "b"]
+    values = {"token": [1, 2], "segment": [2, 1], "position": [1, 1], "extra": [0.5, 0.5]}
+    ax = grouped_token_bars(tokens, values).axes[0]
+    hatches = [ax.patches[2 * k].get_hatch() or "" for k in range(len(values))]
+    assert len(set(hatches)) == len(values)
+    assert hatches[:3] == [PART_HATCHES["token"], PART_HATCHES["segment"], PART_HATCHES["position"]]
+    plt.close("all")

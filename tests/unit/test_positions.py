@@ -1,4 +1,4 @@
-"""Tests for helpers.positions (and the chapter's plots) against torch, numpy, scikit-learn and closed forms."""
+"""Tests for helpers.positions against torch, numpy, scikit-learn and closed forms."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from matplotlib.figure import Figure
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics.pairwise import cosine_similarity
 from sklearn.model_selection import KFold
@@ -24,11 +23,7 @@ from helpers import (
     cosine_similarity_matrix,
     diagonal_profile,
     extrapolation_mae,
-    offset_profiles,
     order_properties,
-    pca_trajectory,
-    position_band_profile,
-    probe_scatter,
     relative_order_probe,
     rotation_period,
     sinusoidal_table,
@@ -374,20 +369,3 @@ def test_past_the_end_raw_errors_and_clear_errors(name, request):
     with pytest.raises(ValueError, match=f"has {rows + 2} tokens but the position table has {rows} rows"):
         check_embedding_inputs(model.embeddings, long_ids)
 
-
-# --- plots ---------------------------------------------------------------------------------------------------------
-
-
-def test_plots_return_figures():
-    rows = sinusoidal_table(64, 32)
-    norms = torch.linalg.norm(rows, dim=1)
-    neighbour = torch.diagonal(cosine_similarity_matrix(rows), 1)
-    figures = [
-        position_band_profile(norms, neighbour, edges=(16, 32)),
-        offset_profiles({"sinusoid": diagonal_profile(cosine_similarity_matrix(rows), 10)}),
-        pca_trajectory(rows[:, :2], [0.5, 0.4], window=12),
-        probe_scatter({"sinusoid": absolute_position_predictions(rows)}),
-    ]
-    assert all(isinstance(figure, Figure) for figure in figures)
-    assert [len(f.axes) for f in figures] == [2, 1, 3, 1]  # pca_trajectory: two panels and a colour bar
-    matplotlib.pyplot.close("all")
