@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
+from tools.book.side_build import build_beside, relocated_config
 from tools.book.toc import ROOT
 
 PDF_BUILD = ROOT / "_build" / "pdf"
@@ -63,24 +63,10 @@ def pdf_name(title: str) -> str:
 PDF = PDF_BUILD / pdf_name(book_title())
 
 
-def pdf_config(root: Path = ROOT) -> dict:
-    """The reader's _config.yml for a build outside the root: its extensions' paths and its cache made absolute."""
-    config = yaml.safe_load((root / "_config.yml").read_text())
-    sphinx = config.setdefault("sphinx", {})
-    sphinx["local_extensions"] = {name: str((root / path).resolve())
-                                  for name, path in (sphinx.get("local_extensions") or {}).items()}
-    config.setdefault("execute", {})["cache"] = str(root / "_build" / ".jupyter_cache")  # the book's own cache
-    return config
-
-
 def build_single_page() -> Path:
     """Build the book into one HTML page (with -W, like make book) and return its path, SINGLE_PAGE."""
-    PDF_BUILD.mkdir(parents=True, exist_ok=True)
-    config_path = PDF_BUILD / "_config.yml"
-    config_path.write_text(yaml.safe_dump(pdf_config(), sort_keys=False))
-    command = ["jupyter-book", "build", str(ROOT), "--builder", "singlehtml", "--config", str(config_path),
-               "--path-output", str(PDF_BUILD), "--warningiserror", "--keep-going"]
-    subprocess.run(command, check=True)
+    if build_beside(relocated_config(), PDF_BUILD, builder="singlehtml"):
+        raise SystemExit("make pdf: the single-page build failed (its warnings are above)")
     # The builder names the page after the root (book/intro.html) but writes its links relative to the build's
     # top folder (_static/..., _images/...): there is where the page must lie for its styles and figures to load.
     root_page = yaml.safe_load((ROOT / "_toc.yml").read_text())["root"]
