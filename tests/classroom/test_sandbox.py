@@ -147,4 +147,5 @@ def test_a_broken_grading_environment_fails_before_grading_anyone(bwrap, course,
         grade_class(root, MAIN, log=lambda line: None)
     assert read_records(root, MAIN) == {}
     assert main(["grade", MAIN, "--course-dir", str(root)]) == 2
-    assert "ModuleNotFoundError" in capsys.readouterr().err
+    err = capsys.readouterr().err  # the install cell's `import helpers` meets the missing torch first
+    assert "ImportError" in err or "ModuleNotFoundError" in err, err
