@@ -45,7 +45,8 @@ $(DEV_STAMP): $(STAMP) requirements-dev.txt $(AXE)/package-lock.json
 # What the book is built from: every project file outside _build, .venv, .git and caches. When none changed
 # since the last good build, `make book` has nothing to do (`make -B book` runs Jupyter Book anyway).
 BOOK_INPUTS := $(shell find . \( -name .git -o -name .venv -o -name _build -o -name __pycache__ \
-	-o -name '.*_cache' -o -name .ipynb_checkpoints -o -name dist -o -name build -o -name '*.egg-info' -o -name node_modules -o -name .hypothesis \) \
+	-o -name '.*_cache' -o -name .ipynb_checkpoints -o -name dist -o -name build -o -name '*.egg-info' \
+	-o -name node_modules -o -name .hypothesis \) \
 	-prune -o -type f -print)
 BOOK_BUILT := _build/html/.built
 # What the outputs depend on besides the notebooks' code (helpers, pins, installed versions, checkpoint); rewritten,

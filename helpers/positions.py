@@ -71,7 +71,11 @@ def dot_product_matrix(table: torch.Tensor) -> torch.Tensor:
     Taught in learned positions, "Published probes, reproduced"."""
     table = _check_table(table)  # (positions, hidden)
     validation.check_allocation("dot_product_matrix", (table.shape[0], table.shape[0]), 8)
-    return table @ table.T  # (positions, positions)
+    dots = table @ table.T  # (positions, positions)
+    if not torch.isfinite(dots).all():  # finite values whose products pass float64's largest, about 1.8e308
+        raise ValueError(f"table's values (up to {float(table.abs().max()):.3g} in size) are too large: their dot "
+                         "products overflow float64. Pass an embedding table (rows of size about 1).")
+    return dots
 
 
 def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
