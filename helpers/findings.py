@@ -3,15 +3,19 @@
 An architectural fact (a shape, a bit-exact sum, a buffer, a gradient) is asserted: it holds for every BERT. What
 trained weights show (row 0 has the largest norm, `bad` is near `good`) holds for the checkpoint that was measured
 and may not for another. `finding(...)` states such a claim: it picks the sentence for "holds" or "does not hold",
-glues the sentence, the verdict and the measured value for the prose (the glued outputs are the record the page
-"What holds for this checkpoint" is built from), and never stops the book.
+shows it as the cell's output (so a reader in Jupyter or Colab sees it), glues the sentence, the verdict and the
+measured value for the prose (the glued outputs are the record the page "What holds for this checkpoint" is built
+from), and never stops the book. A verdict must be a plain truth value: anything else is an author's slip.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass
+
+import numpy as np
 
 __all__ = ["finding"]
 
@@ -34,7 +38,12 @@ class Finding:
         return VERDICTS[self.holds]
 
     def __repr__(self) -> str:
-        return f"Finding {self.name!r} {self.verdict} for this checkpoint ({self.value}): {self.sentence}"
+        """The sentence as plain text, wrapped to 79 characters (a terminal, nbval's comparison)."""
+        return textwrap.fill(f"Finding {self.name} ({self.verdict}): {self.sentence}", 79)
+
+    def _repr_markdown_(self) -> str:
+        """The sentence as Jupyter, Colab and the book show it."""
+        return f"**Finding** `{self.name}` ({self.verdict}): {self.sentence}"
 
 
 def format_value(value, digits: int = 2) -> str:
@@ -56,21 +65,45 @@ def _check(name, claim, contrary, digits) -> None:
         raise ValueError(f"digits must be an int from 1 to 6 (significant digits), got {digits!r}")
 
 
-def finding(name: str, holds, value, claim: str, contrary: str, digits: int = 2) -> Finding:
-    """State a finding: glue `name` (the sentence), `name_verdict` and `name_value`; return it.
+def _truth(holds) -> bool:
+    """A verdict as a bool: a bool, a NumPy bool or a one-element bool tensor; anything else is a TypeError."""
+    if isinstance(holds, bool | np.bool_):
+        return bool(holds)
+    if type(holds).__module__.startswith("torch") and getattr(holds, "dtype", None) is not None:
+        if str(holds.dtype) == "torch.bool" and holds.numel() == 1:
+            return bool(holds)
+    raise TypeError(f"holds must be a verdict: a bool (e.g. `value > 0.5`), a NumPy bool or a one-element bool "
+                    f"tensor, got {type(holds).__name__} {holds!r:.60}")
+
+
+def judge(name: str, holds, value, claim: str, contrary: str, digits: int = 2) -> Finding:
+    """The Finding a measurement supports: its verdict, its value to `digits` significant digits, its sentence."""
+    _check(name, claim, contrary, digits)
+    verdict = _truth(holds)
+    text = format_value(value, digits)
+    return Finding(name, verdict, text, (claim if verdict else contrary).format(value=text))
+
+
+def finding(name: str, holds, value, claim: str, contrary: str, digits: int = 2) -> None:
+    """State a finding: show its sentence, glue `name` (the sentence), `name_verdict` and `name_value`.
 
     `claim` is the sentence when the measurement supports it, `contrary` when it does not; either may use
-    `{value}`. A measurement that cannot be judged (`holds` is not a plain truth value) counts as not holding.
+    `{value}`.
     """
-    _check(name, claim, contrary, digits)
-    try:
-        holds = bool(holds)
-    except (TypeError, ValueError, RuntimeError):  # e.g. a tensor of several values: not a verdict
-        holds = False
-    text = format_value(value, digits)
-    result = Finding(name, holds, text, (claim if holds else contrary).format(value=text))
+    result = judge(name, holds, value, claim, contrary, digits)
     _glue(result)
-    return result
+    _show(result)
+
+
+def _show(result: Finding) -> None:
+    """Display the finding as the cell's output inside IPython (Jupyter, Colab, the book's execution)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python without IPython: nothing to display into
+        return
+    if get_ipython() is not None:
+        display(result)
 
 
 def _glue(result: Finding) -> None:

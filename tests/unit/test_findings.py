@@ -1,4 +1,4 @@
-"""helpers.findings: the sentence follows the measurement, the prose gets three glued keys, nothing ever raises."""
+"""helpers.findings: the sentence follows the measurement, the cell shows it, the prose gets three glued keys."""
 
 from __future__ import annotations
 
@@ -24,14 +24,16 @@ def glued(monkeypatch):
 
 def test_the_sentence_and_verdict_follow_the_measurement(glued):
     pad_norm = torch.tensor(0.7712)
-    here = findings.finding("pad_row_nonzero", pad_norm > 0.1, pad_norm, claim="The [PAD] row has norm {value}.",
+    here = findings.judge("pad_row_nonzero", pad_norm > 0.1, pad_norm, claim="The [PAD] row has norm {value}.",
                             contrary="Here the [PAD] row is zero ({value}).")
     assert (here.holds, here.verdict, here.value) == (True, "holds", "0.77")
     assert here.sentence == "The [PAD] row has norm 0.77."
+    assert findings.finding("pad_row_nonzero", bool(pad_norm > 0.1), pad_norm, claim="The [PAD] row has norm "
+                            "{value}.", contrary="Here the [PAD] row is zero ({value}).") is None
     assert glued == {"pad_row_nonzero": ("The [PAD] row has norm 0.77.", False),
                      "pad_row_nonzero_verdict": ("holds", False), "pad_row_nonzero_value": ("0.77", False)}
-    there = findings.finding("pad_row_nonzero", torch.tensor(0.0) > 0.1, 0.0, claim="{value}", contrary="zero: {value}")
-    assert (there.holds, there.sentence, glued["pad_row_nonzero_verdict"][0]) == (False, "zero: 0", "does not hold")
+    findings.finding("pad_row_nonzero", torch.tensor(0.0) > 0.1, 0.0, claim="{value}", contrary="zero: {value}")
+    assert (glued["pad_row_nonzero"][0], glued["pad_row_nonzero_verdict"][0]) == ("zero: 0", "does not hold")
 
 
 @pytest.mark.parametrize("value, digits, shown", [
@@ -45,10 +47,18 @@ def test_values_are_shown_to_the_claims_precision(value, digits, shown):
                                                     if isinstance(value, float) and math.isfinite(value) else shown)
 
 
-def test_a_measurement_that_cannot_be_judged_does_not_hold_and_does_not_raise(glued):
-    several = torch.tensor([True, False])  # bool() of it raises in torch: a slip, not a verdict
-    result = findings.finding("ambiguous", several, float("nan"), claim="yes", contrary="no ({value})")
-    assert (result.holds, result.sentence) == (False, "no (nan)")
+@pytest.mark.parametrize("holds", [torch.tensor([True, False]), torch.tensor(0.7), 0.9, 1, "yes", None,
+                                   np.array([True, True])])
+def test_a_verdict_that_is_not_a_truth_value_is_a_type_error(holds, glued):
+    with pytest.raises(TypeError, match="holds must be a verdict"):
+        findings.finding("ambiguous", holds, float("nan"), claim="yes", contrary="no ({value})")
+    assert glued == {}  # nothing glued for a slip
+
+
+@pytest.mark.parametrize("holds, expected", [(True, True), (np.bool_(False), False), (np.float64(2) > 1, True),
+                                             (torch.tensor(True), True), (torch.tensor([False]), False)])
+def test_plain_truth_values_are_verdicts(holds, expected):
+    assert findings.judge("ok", holds, 1, claim="c", contrary="d").holds is expected
 
 
 @pytest.mark.parametrize("kwargs, error, words", [
@@ -62,7 +72,23 @@ def test_an_authors_slip_is_a_clear_error(kwargs, error, words):
         findings.finding(**arguments)
 
 
-def test_the_repr_a_cell_shows_names_the_verdict(glued):
-    shown = repr(findings.finding("row_zero_largest", False, 0.5, claim="yes", contrary="no"))
-    assert shown == "Finding 'row_zero_largest' does not hold for this checkpoint (0.5): no"
+def test_the_cell_shows_the_sentence_in_plain_text_and_markdown(glued):
+    long = "the median position row's norm is {value} times the token row's, " * 3
+    result = findings.judge("row_zero_largest", False, 0.5, claim="yes", contrary=long)
+    plain = repr(result)
+    assert plain.startswith("Finding row_zero_largest (does not hold): the median")
+    assert max(map(len, plain.splitlines())) <= 79 and " ".join(plain.split()) == " ".join(
+        f"Finding row_zero_largest (does not hold): {long.format(value='0.5')}".split())
+    assert result._repr_markdown_() == f"**Finding** `row_zero_largest` (does not hold): {long.format(value='0.5')}"
     assert helpers.finding is findings.finding
+
+
+def test_inside_ipython_the_finding_is_the_cells_displayed_output(glued, monkeypatch):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    findings.finding("pad_row_nonzero", True, 0.77, claim="norm {value}", contrary="zero")
+    assert shown == [findings.Finding("pad_row_nonzero", True, "0.77", "norm 0.77")]
