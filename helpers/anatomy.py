@@ -200,23 +200,31 @@ def _grid(vector: torch.Tensor) -> np.ndarray:
 
 
 def per_token_sum_figure(tokens: list[str], parts: EmbeddingParts, token_type_ids, title: str = ""):
-    """The BERT paper's Figure 2, drawn from the weights: per token, E_token + E_A/B + E_position as stacked tiles.
+    """The BERT paper's Figure 2 from the weights: E_token, E_A/B, E_position per token, plus E_A/B - E_A.
 
     Taught in the layer at a glance, "One sentence pair, token by token"."""
+    types = token_type_ids[0]  # (seq,)
+    segment = parts.segment[0].detach()  # (seq, hidden)
+    first_a = int((types == 0).nonzero()[0])
     rows = [("token", parts.token[0], lambda i: f"E_{tokens[i]}"),
-            ("segment", parts.segment[0], lambda i: f"E_{'AB'[int(token_type_ids[0, i])]}"),
+            ("segment", segment, lambda i: f"E_{'AB'[int(types[i])]}"),
             ("position", parts.position[0], lambda i: f"E_{i}")]
     values = torch.cat([p.detach().abs().flatten() for _, p, _ in rows])
     limit = float(values.quantile(0.99))  # a few outliers saturate instead of washing out the rest
-    fig, axes = plt.subplots(3, len(tokens), figsize=(0.9 * len(tokens) + 1.2, 3.6), squeeze=False)
+    difference = segment - segment[first_a]  # (seq, hidden): 0 for A, B - A for B
+    diff_limit = float(difference.abs().max()) or 1.0  # its own scale: B - A is small
+    rows.append(("segment", difference, lambda i: "B - A" if types[i] else "0"))
+    fig, axes = plt.subplots(4, len(tokens), figsize=(0.9 * len(tokens) + 1.2, 4.6), squeeze=False)
     for r, (name, values, label) in enumerate(rows):
+        scale = diff_limit if r == 3 else limit
         for i in range(len(tokens)):
             ax = axes[r, i]
-            ax.imshow(_grid(values[i]), cmap=DIVERGING, vmin=-limit, vmax=limit, aspect="auto")
+            ax.imshow(_grid(values[i].detach()), cmap=DIVERGING, vmin=-scale, vmax=scale, aspect="auto")
             ax.set_xticks([]), ax.set_yticks([])
             for spine in ax.spines.values():
-                spine.set(visible=True, color=PART_COLOURS[name], linewidth=2.5)
+                spine.set(visible=True, color=PART_COLOURS[name], linewidth=2.5, linestyle="--" if r == 3 else "-")
             ax.set_xlabel(label(i), fontsize=8, labelpad=2)
+    for r, name in enumerate(["token", "segment", "position", "segment\nminus A"]):
         axes[r, 0].set_ylabel(name, fontsize=9)  # black text; the frame's colour repeats the part
     for i, token in enumerate(tokens):
         axes[0, i].set_title(token, fontsize=9)

@@ -166,7 +166,7 @@ def one_step_row_changes(model: nn.Module, input_ids, token_type_ids=None, lr: f
 
 # ------------------------------------------------------------- second edition: row B's history, scales
 
-__all__ += ["dimension_shares", "random_shift_change", "contrastive_step_gradients"]
+__all__ += ["dimension_shares", "random_shift_change", "random_shift_survival", "contrastive_step_gradients"]
 
 
 def dimension_shares(table: torch.Tensor) -> torch.Tensor:
@@ -183,6 +183,23 @@ def dimension_shares(table: torch.Tensor) -> torch.Tensor:
         raise ValueError("table is all zeros or holds NaN or infinite values: no dimension has a share of its norm.")
     column = table.pow(2).sum(dim=0)  # (hidden,)
     return column / column.sum()
+
+
+def random_shift_survival(x: torch.Tensor, norm: float, eps: float = 1e-12, seed: int = 0,
+                          draws: int = 20) -> torch.Tensor:
+    """Mean survival (see `layernorm_shift_survival`) of random shifts of length `norm`, one per draw: (draws,).
+
+    The reference for the segment row's survival. Taught in segment embeddings, "How much it matters"."""
+    norm = validation.real("norm", norm, above=0.0, hint=" (the length of the random shift)")
+    seed = validation.integer("seed", seed, minimum=0)
+    draws = validation.integer("draws", draws, minimum=1)
+    x = validation.numbers_tensor("x", x, "vectors (tokens, hidden)").float()
+    if x.dim() != 2:
+        raise ValueError(f"x must be (tokens, hidden), got shape {tuple(x.shape)}.")
+    generator = torch.Generator().manual_seed(seed)
+    directions = torch.randn(draws, x.shape[-1], generator=generator)  # (draws, hidden)
+    shifts = norm * directions / directions.norm(dim=-1, keepdim=True)
+    return torch.stack([layernorm_shift_survival(x, s, eps=eps).survival.mean() for s in shifts])
 
 
 def random_shift_change(embeddings: nn.Module, input_ids, token_type_ids, norm: float, mask=None,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from sklearn.decomposition import PCA
 from sklearn.metrics.pairwise import cosine_similarity
 from torch import nn
@@ -296,16 +297,17 @@ def word_group_pca(model, tokenizer, groups: Mapping[str, Sequence[str]], n_comp
     return GroupProjection(coords, words, labels, pca.explained_variance_ratio_)
 
 
-# ------------------------------------------------------------- one change at a time (second edition)
+# ------------------------------------------------------------- one change at a time
 
-__all__ += ["final_state"]
+__all__ += ["final_state", "sense_and_shift_cosines"]
 
 
-def final_state(model, tokenizer, text: str, word: str, shift: int = 0) -> torch.Tensor:
+def final_state(model, tokenizer, text: str, word: str, shift: int = 0, keep_cls: bool = False) -> torch.Tensor:
     """The last hidden state of `word` (one token, first occurrence) in `text`, positions moved by `shift`: (hidden,).
 
     shift=0 gives the model's own default positions; shift=k feeds position ids k, k+1, ... (same tokens, same
-    context, only the positions differ). Taught in token embeddings, "Context-free vectors"."""
+    context, only the positions differ); keep_cls=True keeps [CLS] at 0 and moves only the tokens after it.
+    Taught in token embeddings, "Context-free vectors"."""
     validation.whole_model(model, "final_state")
     validation.check_tokenizer(tokenizer, "final_state")
     _check_text("text", text)
@@ -318,7 +320,40 @@ def final_state(model, tokenizer, text: str, word: str, shift: int = 0) -> torch
     limit = model.config.max_position_embeddings
     if not 0 <= shift <= limit - ids.shape[1]:
         raise ValueError(f"shift must be in 0..{limit - ids.shape[1]} so that every position has a row, got {shift}.")
+    if not isinstance(keep_cls, bool):
+        raise TypeError(f"keep_cls must be True or False, got {type(keep_cls).__name__} {keep_cls!r}.")
     positions = torch.arange(ids.shape[1]).unsqueeze(0) + shift  # (1, seq)
+    if keep_cls:
+        positions[0, 0] = 0  # [CLS] stays where it was
     with torch.no_grad():
         hidden = model(**encoded, position_ids=positions).last_hidden_state[0]  # (seq, hidden)
     return hidden[ids[0].tolist().index(word_id)]
+
+
+def sense_and_shift_cosines(model, tokenizer, word: str, sense_a, sense_b, shift: int = 2) -> dict:
+    """Cosines of `word`'s final states, one per pair, for four comparisons that each change one thing.
+
+    "same sense": two sentences of one sense; "other sense": one sentence of each; "moved": a sentence and itself
+    with its words moved `shift` positions on ([CLS] kept at 0); "baseline": two different tokens of one sentence.
+    Taught in token embeddings, "Context-free vectors"."""
+    sense_a = validation.strings("sense_a", sense_a, "sentences")
+    sense_b = validation.strings("sense_b", sense_b, "sentences")
+    if len(sense_a) < 2 or len(sense_b) < 2:
+        raise ValueError(f"need at least two sentences of each sense, got {len(sense_a)} and {len(sense_b)}.")
+
+    def states(texts, moved=0):  # (texts, hidden), unit length
+        return F.normalize(torch.stack([final_state(model, tokenizer, t, word, shift=moved, keep_cls=True)
+                                        for t in texts]), dim=-1)
+
+    a, b = states(sense_a), states(sense_b)
+    within = [(s @ s.T)[torch.triu(torch.ones(len(s), len(s), dtype=torch.bool), diagonal=1)] for s in (a, b)]
+    both = torch.cat([a, b])  # (texts, hidden)
+    encoded = tokenizer(sense_a + sense_b, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = F.normalize(model(**encoded).last_hidden_state, dim=-1)  # (texts, seq, hidden)
+    baseline = []
+    for h, mask in zip(hidden, encoded["attention_mask"].bool(), strict=True):
+        n = int(mask.sum())
+        baseline.append((h[mask] @ h[mask].T)[torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)])
+    return {"same sense": torch.cat(within), "other sense": (a @ b.T).flatten(),
+            "moved": (both * states(sense_a + sense_b, shift)).sum(dim=-1), "baseline": torch.cat(baseline)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -230,14 +231,20 @@ def test_parameter_share_table_counts_like_transformers(any_bert):
     assert counts["whole model"] == sum(p.numel() for p in any_bert.parameters())
 
 
-def test_per_token_sum_figure_draws_three_rows_per_token(tiny_bert):
+def test_per_token_sum_figure_draws_four_rows_per_token(tiny_bert):
     import matplotlib.pyplot as plt
 
-    from helpers import per_token_sum_figure
+    from helpers.anatomy import _grid, per_token_sum_figure
 
-    ids, types = random_inputs(tiny_bert, batch=1, seq=5)
+    ids, _ = random_inputs(tiny_bert, batch=1, seq=5)
+    types = torch.tensor([[0, 0, 1, 1, 1]])
     parts = embedding_parts(tiny_bert.embeddings, ids, types)
     fig = per_token_sum_figure([f"t{i}" for i in range(5)], parts, types)
-    assert len(fig.axes) == 3 * 5
+    assert len(fig.axes) == 4 * 5
     assert fig.axes[5].get_xlabel().startswith("E_")  # the segment row's labels
+    rows = tiny_bert.embeddings.token_type_embeddings.weight.detach()
+    drawn = [ax.get_images()[0].get_array() for ax in fig.axes[15:]]
+    assert all((d == 0).all() for d in drawn[:2])  # sentence A: no difference
+    for d in drawn[2:]:  # sentence B: the table's row 1 minus row 0
+        np.testing.assert_allclose(d, _grid(rows[1] - rows[0]), atol=1e-6)
     plt.close(fig)

@@ -387,3 +387,22 @@ def test_contrastive_step_never_reaches_row_b(packaged):
     assert torch.equal(grad[1], torch.zeros_like(grad[1]))  # no token has type 1: exactly zero
     assert grad[0].abs().sum() > 0
     assert torch.equal(model.embeddings.token_type_embeddings.weight, before)  # the model is untouched
+
+
+def test_random_shift_survival_is_the_survival_of_each_random_shift():
+    from helpers.segments import layernorm_shift_survival, random_shift_survival
+
+    x = torch.randn(5, 16, generator=torch.Generator().manual_seed(1))
+    got = random_shift_survival(x, 0.7, eps=1e-12, seed=3, draws=4)
+    directions = torch.randn(4, 16, generator=torch.Generator().manual_seed(3))
+    for value, d in zip(got, directions, strict=True):
+        shift = 0.7 * d / d.norm()
+        delta = torch.nn.functional.layer_norm(x + shift, (16,)) - torch.nn.functional.layer_norm(x, (16,))
+        before = shift.norm() / (x - x.mean(-1, keepdim=True)).norm(dim=-1)
+        after = delta.norm(dim=-1) / torch.nn.functional.layer_norm(x, (16,)).norm(dim=-1)
+        torch.testing.assert_close(value, (after / before).mean(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(value, layernorm_shift_survival(x, shift).survival.mean())
+    with pytest.raises(ValueError, match="norm"):
+        random_shift_survival(x, 0.0)
+    with pytest.raises(ValueError, match="tokens, hidden"):
+        random_shift_survival(x[0], 1.0)

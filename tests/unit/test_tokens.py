@@ -318,6 +318,21 @@ def test_final_state_equals_the_model_with_explicit_positions(packaged):
     assert not torch.equal(final_state(model, tokenizer, text, "bank", shift=3), default)
 
 
+def test_final_state_keep_cls_moves_only_the_tokens_after_cls(packaged):
+    from helpers.tokens import final_state
+
+    model, tokenizer = packaged
+    text = "we sat on the bank of the river"
+    encoded = tokenizer(text, return_tensors="pt")
+    seq = encoded["input_ids"].shape[1]
+    positions = torch.tensor([[0] + list(range(3, seq + 2))])  # [CLS] at 0, the rest + 2
+    with torch.no_grad():
+        expected = model(**encoded, position_ids=positions).last_hidden_state[0, 5]
+    assert torch.equal(final_state(model, tokenizer, text, "bank", shift=2, keep_cls=True), expected)
+    with pytest.raises(TypeError, match="keep_cls"):
+        final_state(model, tokenizer, text, "bank", shift=2, keep_cls=1)
+
+
 def test_final_state_rejects_missing_words_and_bad_shifts(packaged):
     from helpers import final_state
 
@@ -326,3 +341,33 @@ def test_final_state_rejects_missing_words_and_bad_shifts(packaged):
         final_state(model, tokenizer, "we sat by the river", "bank")
     with pytest.raises(ValueError, match="shift"):
         final_state(model, tokenizer, "the bank", "bank", shift=model.config.max_position_embeddings)
+
+
+def test_sense_and_shift_cosines_against_the_model_pair_by_pair(packaged):
+    from helpers.tokens import sense_and_shift_cosines
+
+    model, tokenizer = packaged
+    river = ["we sat on the bank", "the boat hit the bank"]
+    money = ["the bank raised rates", "my bank account"]
+
+    def state(text, positions=None):
+        encoded = tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(**encoded, position_ids=positions).last_hidden_state[0]
+        return hidden[encoded["input_ids"][0].tolist().index(tokenizer.convert_tokens_to_ids("bank"))]
+
+    def cos(u, v):
+        return float(torch.nn.functional.cosine_similarity(u, v, dim=0))
+
+    got = sense_and_shift_cosines(model, tokenizer, "bank", river, money, shift=2)
+    expected_same = sorted([cos(state(river[0]), state(river[1])), cos(state(money[0]), state(money[1]))])
+    np.testing.assert_allclose(sorted(got["same sense"].tolist()), expected_same, atol=1e-5)
+    expected_other = [cos(state(r), state(m)) for r in river for m in money]
+    np.testing.assert_allclose(got["other sense"].tolist(), expected_other, atol=1e-5)
+    seq = tokenizer(river[0], return_tensors="pt")["input_ids"].shape[1]
+    moved = torch.tensor([[0] + list(range(3, seq + 2))])  # [CLS] kept at 0
+    np.testing.assert_allclose(float(got["moved"][0]), cos(state(river[0]), state(river[0], moved)), atol=1e-5)
+    lengths = [tokenizer(t, return_tensors="pt")["input_ids"].shape[1] for t in river + money]
+    assert len(got["baseline"]) == sum(n * (n - 1) // 2 for n in lengths)
+    with pytest.raises(ValueError, match="two sentences"):
+        sense_and_shift_cosines(model, tokenizer, "bank", river[:1], money)
