@@ -192,26 +192,37 @@ def diagram_spec(summary: InputLayerSummary, blocks: str) -> dict:
     }
 
 
-def family_table(rows: dict[str, tuple[str, InputLayerSummary, str]], view: str = "tables"):
-    """A ResultTable (Markdown in the book, plain text elsewhere) from {label: (weights, summary, block norms)}.
+_WHERE = {"added to the input": "input", "bias on attention logits": "logits", "rotates queries and keys": "rotation"}
 
-    view="tables": the tables, their shapes and parameter counts; view="positions": where position information
-    enters and where the norms sit.
+
+def _norms(summary: InputLayerSummary, blocks: str) -> str:
+    """The norms in a few words: the embedding norm and the blocks' placement, e.g. "embedding + post"."""
+    placement = blocks.split("-norm")[0]  # "pre" or "post"
+    first = "embedding + " if summary.embedding_norm else ""
+    return first + placement + (" + final" if "final norm" in blocks else "")
+
+
+def family_table(rows: dict[str, tuple[str, InputLayerSummary, str]], view: str = "tables"):
+    """A ResultTable (Markdown in the book, plain text under 80 characters elsewhere) from {label: (weights,
+    summary, block norms)}.
+
+    view="tables": the tables' shapes and parameter counts (millions); view="positions": where position
+    information enters, what carries it, and where the norms sit.
 
     Taught in one layer, many families, "The comparison table".
     """
     if view == "tables":
-        headers = ["model", "weights", "token", "segment", "position", "input-layer params", "all params",
-                   "input share"]
-        body = [[label, weights, _shape(s.token), _shape(s.segment), _shape(s.position), f"{s.input_parameters:,}",
-                 f"{s.total_parameters:,}", f"{s.input_parameters / s.total_parameters:.1%}"]
-                for label, (weights, s, _) in rows.items()]
+        headers = ["model", "token", "segment", "position", "input (M)", "all (M)", "share"]
+        body = [[label, _shape(s.token), _shape(s.segment), _shape(s.position), f"{s.input_parameters / 1e6:,.2f}",
+                 f"{s.total_parameters / 1e6:,.2f}", f"{s.input_parameters / s.total_parameters:.1%}"]
+                for label, (_, s, _) in rows.items()]
     elif view == "positions":
-        headers = ["model", "position enters", "carried by", "trainable position params", "embedding norm",
-                   "projection", "blocks"]
-        body = [[label, s.position_enters, _position_note(s) or f"table {_shape(s.position)}",
-                 f"{s.position_parameters:,}", s.embedding_norm or "—",
-                 "→".join(map(str, s.projection)) if s.projection else "—", blocks]
+        headers = ["model", "enters", "carried by", "params", "norms", "proj."]
+        body = [[label, _WHERE.get(s.position_enters, s.position_enters),
+                 (_position_note(s) or f"table {_shape(s.position)}").replace(" tables ", "× ").replace(
+                     ", in block 0", ", block 0").replace("frozen sinusoids", "sinusoids"),
+                 f"{s.position_parameters:,}", _norms(s, blocks),
+                 "→".join(map(str, s.projection)) if s.projection else "—"]
                 for label, (_, s, blocks) in rows.items()]
     else:
         raise ValueError(f"view must be 'tables' or 'positions', got {view!r}.")

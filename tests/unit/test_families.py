@@ -94,7 +94,10 @@ def test_tables_and_figures(tiny_models):
     rows = {name: ("random", input_layer_summary(m), block_norm_placement(m)) for name, m in tiny_models.items()}
     table = family_table(rows)
     assert table.headers[0] == "model" and len(table.rows) == len(FAMILIES)
-    assert family_table(rows, "positions").rows[5][1] == "bias on attention logits"  # T5
+    positions = family_table(rows, "positions")
+    assert positions.rows[5][1] == "logits"  # T5: a bias on the attention logits
+    assert positions.rows[0][4] == "embedding + post" and positions.rows[5][4] == "pre + final"  # BERT, T5
+    assert max(len(line) for line in repr(positions).splitlines()) <= 80
     with pytest.raises(ValueError, match="view must be"):
         family_table(rows, "shapes")
     specs = {name: diagram_spec(summary, blocks) for name, (_, summary, blocks) in rows.items()}
