@@ -48,7 +48,7 @@ def test_segment_table_has_two_rows_not_eight():
 
 @pytest.mark.parametrize("decay", [0.0, 0.1])
 def test_adamw_leaves_a_row_without_gradient_unchanged_only_without_decay(decay):
-    """A row no input selects: unchanged by AdamW with weight_decay=0 (this checkpoint's fine-tuning), shrunk with decay."""
+    """A row no input selects: unchanged by AdamW without weight decay (this checkpoint), shrunk with decay."""
     torch.manual_seed(0)
     table = torch.nn.Embedding(4, 3)
     before = table.weight.detach().clone()

@@ -1,4 +1,4 @@
-"""One row against the rest of its table, and read-outs that extrapolate (or not) past the rows they were fitted on.
+"""Position rows one at a time: a row against the rest of its table, and a one-column read-out that extrapolates.
 
 Taught in learned positions: "Does a read-out extrapolate?" and "Row 127". Both compare a learned table with the
 sinusoid and with untrained tables drawn as BertModel initialises them (normal, standard deviation
@@ -13,11 +13,10 @@ from sklearn.linear_model import LinearRegression
 from threadpoolctl import threadpool_limits
 
 from helpers import validation
-from helpers.positions import _check_table, absolute_position_predictions, extrapolation_mae
+from helpers.positions import _check_table, absolute_position_predictions
 
 __all__ = [
-    "ROW_STATISTICS",
-    "extrapolation_readouts",
+    "one_column_extrapolation",
     "most_extreme_z",
     "row_standing",
     "row_statistics",
@@ -25,11 +24,11 @@ __all__ = [
 ]
 
 # What row_statistics measures, and which end of each is unusual: +1 = large values, -1 = small ones.
-ROW_STATISTICS = {"norm": 1, "neighbour cosine": -1, "probe residual": 1}
+_UNUSUAL_END = {"norm": 1, "neighbour cosine": -1, "probe residual": 1}
 
 
 def untrained_position_table(num_positions: int, hidden: int, std: float, seed: int) -> torch.Tensor:
-    """A position table as BertModel initialises one: N(0, std^2) drawn in float64, rounded once; (positions, hidden)."""
+    """A table as BertModel initialises one: N(0, std^2) drawn in float64, rounded once; (positions, hidden)."""
     num_positions = validation.integer("num_positions", num_positions, minimum=1)
     hidden = validation.integer("hidden", hidden, minimum=1)
     seed = validation.integer("seed", seed, minimum=0)
@@ -40,13 +39,16 @@ def untrained_position_table(num_positions: int, hidden: int, std: float, seed: 
     return (draw * std).float()
 
 
-def extrapolation_readouts(table: torch.Tensor, fit_rows: int) -> dict[str, float]:
-    """Fit on rows 0..fit_rows-1, predict the rest: MAE of one column's read-out, of ridge over all, of a constant.
+def one_column_extrapolation(table: torch.Tensor, fit_rows: int) -> dict[str, float]:
+    """Fit a line through one column on rows 0..fit_rows-1, predict the rest: its MAE, the column and its |r|.
 
-    The one column is the one whose values correlate best (|Pearson r|) with the index on the fitted rows; a
-    LinearRegression on it alone predicts the unseen rows. The ridge read-out is extrapolation_mae's."""
+    The column is the one whose values correlate best (|Pearson r|) with the index on the fitted rows; scikit-learn's
+    LinearRegression on it alone predicts the unseen rows. Compare extrapolation_mae's ridge over all columns."""
     rows = _check_table(table).numpy()  # (positions, hidden)
-    ridge = extrapolation_mae(table, fit_rows)  # checks fit_rows
+    fit_rows = validation.integer("fit_rows", fit_rows)
+    if not 3 <= fit_rows < len(rows):
+        raise ValueError(f"fit_rows must leave at least 3 rows to fit and one to predict, got {fit_rows} of "
+                         f"{len(rows)}.")
     target = np.arange(len(rows), dtype=np.float64)
     fitted, unseen = rows[:fit_rows], rows[fit_rows:]
     centred = fitted - fitted.mean(axis=0)  # (fit_rows, hidden)
@@ -56,9 +58,8 @@ def extrapolation_readouts(table: torch.Tensor, fit_rows: int) -> dict[str, floa
     column = int(np.argmax(np.abs(r)))
     with threadpool_limits(limits=1, user_api="blas"):
         line = LinearRegression().fit(fitted[:, [column]], target[:fit_rows])
-    one = float(np.abs(line.predict(unseen[:, [column]]) - target[fit_rows:]).mean())
-    return {"one column": one, "column": column, "r": float(abs(r[column])),
-            "all columns (ridge)": ridge["mae"], "constant guess": ridge["constant"]}
+    mae = float(np.abs(line.predict(unseen[:, [column]]) - target[fit_rows:]).mean())
+    return {"mae": mae, "column": column, "r": float(abs(r[column]))}
 
 
 def row_statistics(table: torch.Tensor, seed: int = 0) -> dict[str, np.ndarray]:
@@ -82,15 +83,15 @@ def _z(values: np.ndarray) -> np.ndarray:
 
 def row_standing(statistics: dict[str, np.ndarray], row: int) -> dict[str, dict[str, float]]:
     """Per statistic: the row's value, its z-score over the rows, its rank (1 = most unusual end), the median."""
-    if not isinstance(statistics, dict) or set(statistics) != set(ROW_STATISTICS):
-        raise TypeError(f"statistics must be row_statistics(table)'s dict with keys {sorted(ROW_STATISTICS)}, got "
+    if not isinstance(statistics, dict) or set(statistics) != set(_UNUSUAL_END):
+        raise TypeError(f"statistics must be row_statistics(table)'s dict with keys {sorted(_UNUSUAL_END)}, got "
                         f"{type(statistics).__name__}.")
     positions = len(statistics["norm"])
     row = validation.integer("row", row, minimum=0)
     if row >= positions:
         raise ValueError(f"row={row} is past the table's last row, {positions - 1}.")
     standing = {}
-    for name, sign in ROW_STATISTICS.items():
+    for name, sign in _UNUSUAL_END.items():
         values = statistics[name]
         standing[name] = {"value": float(values[row]), "z": float(_z(values)[row]),
                           "rank": int((sign * values > sign * values[row]).sum()) + 1,
@@ -100,4 +101,4 @@ def row_standing(statistics: dict[str, np.ndarray], row: int) -> dict[str, dict[
 
 def most_extreme_z(statistics: dict[str, np.ndarray]) -> dict[str, float]:
     """Per statistic, the z-score of the most unusual row at its unusual end (largest norm, lowest cosine, ...)."""
-    return {name: float(sign * (sign * _z(statistics[name])).max()) for name, sign in ROW_STATISTICS.items()}
+    return {name: float(sign * (sign * _z(statistics[name])).max()) for name, sign in _UNUSUAL_END.items()}

@@ -1,4 +1,4 @@
-"""helpers.row_statistics against independent references: numpy, scipy's statistics and scikit-learn fitted directly."""
+"""helpers.position_rows against independent references: numpy, scipy's statistics and scikit-learn fitted directly."""
 
 from __future__ import annotations
 
@@ -9,36 +9,42 @@ from scipy.stats import rankdata, zscore
 from sklearn.linear_model import LinearRegression, RidgeCV
 from transformers import BertConfig, BertModel
 
-from helpers.positions import ALPHAS, absolute_position_predictions
-from helpers.row_statistics import (extrapolation_readouts, most_extreme_z, row_standing, row_statistics,
-                                    untrained_position_table)
+from helpers.position_rows import (
+    most_extreme_z,
+    one_column_extrapolation,
+    row_standing,
+    row_statistics,
+    untrained_position_table,
+)
+from helpers.positions import ALPHAS, absolute_position_predictions, extrapolation_mae
 from helpers.sinusoids import sinusoidal_table
 
 
 def test_one_sinusoid_column_extrapolates_and_ridge_over_all_does_not():
     table = sinusoidal_table(512, 384)
-    result = extrapolation_readouts(table, 256)
+    result = one_column_extrapolation(table, 256)
     assert result["column"] == 382  # the sine of the slowest pair
     rows = table.double().numpy()
     y = np.arange(512.0)
     slope, intercept = np.polyfit(rows[:256, 382], y[:256], 1)  # a line through one column, numpy's fit
     expected = np.abs(slope * rows[256:, 382] + intercept - y[256:]).mean()
-    assert result["one column"] == pytest.approx(expected, rel=1e-6)
-    assert result["one column"] < 1
-    ridge = RidgeCV(alphas=ALPHAS).fit(rows[:256], y[:256])
-    assert result["all columns (ridge)"] == pytest.approx(np.abs(ridge.predict(rows[256:]) - y[256:]).mean())
-    assert result["all columns (ridge)"] > 128 and result["constant guess"] == pytest.approx(256.0)
+    assert result["mae"] == pytest.approx(expected, rel=1e-6)
+    assert result["mae"] < 1
+    ridge = RidgeCV(alphas=ALPHAS).fit(rows[:256], y[:256])  # the read-out over all columns fails
+    all_columns = extrapolation_mae(table, 256)
+    assert all_columns["mae"] == pytest.approx(np.abs(ridge.predict(rows[256:]) - y[256:]).mean())
+    assert all_columns["mae"] > 128 and all_columns["constant"] == pytest.approx(256.0)
 
 
 def test_the_chosen_column_is_the_best_correlated_on_the_fitted_rows():
     rng = np.random.default_rng(0)
     rows = rng.normal(size=(40, 6))
     rows[:, 4] = np.arange(40) * 0.1 + rng.normal(scale=0.01, size=40)  # almost the index
-    result = extrapolation_readouts(torch.from_numpy(rows), 20)
+    result = one_column_extrapolation(torch.from_numpy(rows), 20)
     r = [abs(np.corrcoef(rows[:20, j], np.arange(20))[0, 1]) for j in range(6)]
     assert result["column"] == int(np.argmax(r)) == 4
     line = LinearRegression().fit(rows[:20, [4]], np.arange(20.0))
-    assert result["one column"] == pytest.approx(np.abs(line.predict(rows[20:, [4]]) - np.arange(20, 40)).mean())
+    assert result["mae"] == pytest.approx(np.abs(line.predict(rows[20:, [4]]) - np.arange(20, 40)).mean())
 
 
 def test_row_statistics_and_standing_match_numpy_and_scipy():
@@ -78,6 +84,11 @@ def test_untrained_table_refuses_bad_sizes(bad):
     arguments = {"num_positions": 4, "hidden": 2, "std": 0.02, "seed": 0, **bad}
     with pytest.raises(ValueError):
         untrained_position_table(**arguments)
+
+
+def test_one_column_extrapolation_refuses_too_few_rows():
+    with pytest.raises(ValueError, match="fit_rows"):
+        one_column_extrapolation(torch.ones(10, 3), 10)
 
 
 def test_row_standing_refuses_a_row_past_the_table():
