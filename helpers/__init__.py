@@ -7,6 +7,7 @@
     segments            segment rows and swaps (segment embeddings)
     positions           learned-position analyses and probes (learned positions)
     position_figures    the learned-position chapter's figures
+    position_rows       one position row against its table; a one-column read-out (learned positions)
     layernorm           LayerNorm by hand, dropout, shares of the sum, precision, their figures (the sum and LayerNorm)
     sinusoids           sinusoidal tables, rotations, rotary scores, their figures (sinusoidal encodings; families)
     relative_positions  T5's relative-position buckets and ALiBi's slopes, their figures (relative positions: T5)
@@ -31,6 +32,7 @@ from helpers.layernorm import *  # noqa: F403
 from helpers.notebook import *  # noqa: F403
 from helpers.plots import *  # noqa: F403
 from helpers.position_figures import *  # noqa: F403
+from helpers.position_rows import *  # noqa: F403
 from helpers.positions import *  # noqa: F403
 from helpers.relative_positions import *  # noqa: F403
 from helpers.scratch import *  # noqa: F403
