@@ -143,7 +143,7 @@ def clear_gap(summary: dict, first: tuple, second: tuple, times: float = 3.0) ->
 
 def accuracy_curves(summary: dict, tasks=TASKS, schemes=tuple(SCHEMES)):
     """Accuracy against test length, one panel per task, one line per scheme (mean, bars: seed spread)."""
-    fig, axes = plt.subplots(1, len(tasks), figsize=(8.0, 3.4), sharey=True)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(8.0, 3.4), sharey=True, layout="constrained")
     for ax, task in zip(axes, tasks, strict=True):
         for i, scheme in enumerate(schemes):
             lengths = sorted(n for (t, s, n) in summary if t == task and s == scheme)
@@ -154,7 +154,7 @@ def accuracy_curves(summary: dict, tasks=TASKS, schemes=tuple(SCHEMES)):
         ax.set_xticks(lengths, [str(n) for n in lengths])
         ax.minorticks_off()
     axes[0].set_ylabel("accuracy")
-    axes[-1].legend(fontsize=8, loc="lower left", frameon=False)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize=8, frameon=False)
     return fig
 
 
