@@ -103,6 +103,11 @@ test-portable: $(DEV_STAMP)
 	$(PORTABLE) pytest book -n 2
 	$(PORTABLE) pytest tests/unit -n 2
 
+# Regenerate book/data/train_positions_results.json: every position scheme x task x seed of "Train it" (minutes).
+.PHONY: experiments
+experiments: $(STAMP)
+	OMP_NUM_THREADS=1 python -m helpers.training --jobs 2
+
 # The whole book built on two BERTs nobody trained (width 96; the packaged shapes with fresh weights), each into
 # _build/any-bert/<kind>/: every page builds, no cell fails, every finding gets a verdict. CI runs it.
 test-any-bert: $(DEV_STAMP)

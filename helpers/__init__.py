@@ -14,6 +14,8 @@
     families            the relatives, built from transformers' own classes; tables, figures (one layer, many families)
     input_layers        any model's input layer read from its modules and hooks (one layer, many families)
     scratch             BERT's embedding layer built from torch.nn parts (build it yourself; train it)
+    position_schemes    seven position schemes as one switch in a tiny transformer: RoPE, ALiBi, T5 bias (train it)
+    training            order tasks, the training loop, the seed sweep and its figures (train it)
     findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)
     plots               the house style and the figure primitives more than one chapter draws
     tables              the one table type: HTML or Markdown in the book, plain text for nbval
@@ -33,6 +35,7 @@ from helpers.notebook import *  # noqa: F403
 from helpers.plots import *  # noqa: F403
 from helpers.position_figures import *  # noqa: F403
 from helpers.position_rows import *  # noqa: F403
+from helpers.position_schemes import *  # noqa: F403
 from helpers.positions import *  # noqa: F403
 from helpers.relative_positions import *  # noqa: F403
 from helpers.scratch import *  # noqa: F403
@@ -41,4 +44,5 @@ from helpers.sinusoids import *  # noqa: F403
 from helpers.tables import *  # noqa: F403
 from helpers.token_figures import *  # noqa: F403
 from helpers.tokens import *  # noqa: F403
+from helpers.training import *  # noqa: F403
 from helpers.validation import *  # noqa: F403
