@@ -20,6 +20,8 @@ RESIZE_SETTLES_MS = 400
 # The theme button's effect without a reload: pydata-sphinx-theme keys its colours on <html data-theme>.
 SET_THEME = """theme => { Object.assign(document.documentElement.dataset, {theme, mode: theme});
   return getComputedStyle(document.body).backgroundColor; }"""
+# Colours switch at once, so axe measures the theme's final colours, not a transition's midpoint.
+NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
 BLOCKING = {"critical", "serious"}
 # (rule, CSS selector axe reports) -> why the book leaves it: markup the pinned theme writes, out of CSS's reach.
 ALLOWED: dict[tuple[str, str], str] = {}
@@ -42,6 +44,7 @@ def page_violations(browser, base_url: str, stem: str) -> dict[tuple[int, str], 
     tab.goto(f"{base_url}/{stem}.html", wait_until="networkidle")
     tab.evaluate("() => window.MathJax?.startup?.promise")
     tab.add_script_tag(path=str(_axe_or_skip()))
+    tab.add_style_tag(content=NO_TRANSITIONS)
     found, backgrounds = {}, set()
     for width in WIDTHS:
         tab.set_viewport_size({"width": width, "height": 900})
