@@ -113,10 +113,10 @@ experiments: $(STAMP)
 test-any-bert: $(DEV_STAMP)
 	python -m tools.book.any_bert
 
+# The built book on localhost, gzip-compressed as a host should serve it (tools/book/serve.py).
 serve:
 	@test -f _build/html/index.html || { echo "No book yet: run 'make book' first."; exit 1; }
-	@echo "Serving the book at http://localhost:$(PORT)/ (Ctrl-C to stop)"
-	python3 -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+	python3 -m tools.book.serve $(PORT)
 
 clean:
 	rm -rf _build .pytest_cache

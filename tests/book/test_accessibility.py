@@ -1,7 +1,9 @@
 """axe-core (pinned in tests/book/axe/package.json, installed by `make test`'s set-up with `npm ci`) on every page of
-the built book, in light and in dark mode: no critical or serious violation the book controls. One that lives in the
-pinned theme's own markup, out of reach of book.css and tools/book/sphinx_fixes.py, goes in ALLOWED with the reason
-(none does today); the list must stay true (an entry that no page shows any more fails too)."""
+the built book at a phone's, a tablet's and a desktop's width (390, 768, 1280 px), in light and in dark mode: no
+critical or serious violation the book controls (a box that scrolls only on a phone must still take keyboard focus).
+Each page loads once; the window narrows and the theme switches in place. One that lives in the pinned theme's own
+markup, out of reach of book.css and tools/book/sphinx_fixes.py, goes in ALLOWED with the reason (none does today);
+the list must stay true (an entry that no page shows any more fails too)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,13 @@ from tools.book.toc import ROOT, toc_pages
 AXE = ROOT / "tests" / "book" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 PAGES = toc_pages() + ["search", "genindex"]  # index.html only redirects to the root page
 THEMES = ["light", "dark"]
+WIDTHS = [1280, 768, 390]
+RESIZE_SETTLES_MS = 400
+# The theme button's effect without a reload: pydata-sphinx-theme keys its colours on <html data-theme>.
+SET_THEME = """theme => { Object.assign(document.documentElement.dataset, {theme, mode: theme});
+  return getComputedStyle(document.body).backgroundColor; }"""
+# Colours switch at once, so axe measures the theme's final colours, not a transition's midpoint.
+NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
 BLOCKING = {"critical", "serious"}
 # (rule, CSS selector axe reports) -> why the book leaves it: markup the pinned theme writes, out of CSS's reach.
 ALLOWED: dict[tuple[str, str], str] = {}
@@ -27,36 +36,44 @@ def _axe_or_skip():
     pytest.skip(reason)
 
 
-def axe_violations(browser, base_url: str, stem: str, theme: str) -> list[dict]:
-    """axe-core's violations on one page in one colour theme, after MathJax has typeset the page's math."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_init_script(f"localStorage.setItem('mode', '{theme}'); localStorage.setItem('theme', '{theme}');")
+def page_violations(browser, base_url: str, stem: str) -> dict[tuple[int, str], list[dict]]:
+    """axe-core's violations on one page at each width in each theme, after MathJax has typeset the page's math."""
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
+    context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
     tab = context.new_page()
     tab.goto(f"{base_url}/{stem}.html", wait_until="networkidle")
-    assert tab.evaluate("document.documentElement.dataset.theme") == theme
     tab.evaluate("() => window.MathJax?.startup?.promise")
     tab.add_script_tag(path=str(_axe_or_skip()))
-    results = tab.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    tab.add_style_tag(content=NO_TRANSITIONS)
+    found, backgrounds = {}, set()
+    for width in WIDTHS:
+        tab.set_viewport_size({"width": width, "height": 900})
+        tab.wait_for_timeout(RESIZE_SETTLES_MS)  # the theme re-marks scrolling boxes 300 ms after a resize
+        tab.evaluate("() => window.bookLabelScrollers?.()")
+        for theme in THEMES:
+            backgrounds.add(tab.evaluate(SET_THEME, theme))
+            found[width, theme] = tab.evaluate("() => axe.run(document, {resultTypes: ['violations']})")["violations"]
     context.close()
-    return results["violations"]
+    assert len(backgrounds) == len(THEMES), f"{stem}: the themes did not switch ({backgrounds})"
+    return found
 
 
 @pytest.fixture(scope="module")
 def violations(browser, book_url):
-    """Every page in both themes: {(page, theme): axe violations}."""
+    """Every page at every width in both themes: {(page, width, theme): axe violations}."""
     require_built_book()
-    return {(stem, theme): axe_violations(browser, book_url, stem, theme) for stem in PAGES for theme in THEMES}
+    return {(stem, *key): found for stem in PAGES for key, found in page_violations(browser, book_url, stem).items()}
 
 
 def blocking_findings(violations: dict) -> dict[tuple[str, str], list[str]]:
-    """(rule, selector) -> the pages and themes where axe finds it, for critical and serious violations."""
+    """(rule, selector) -> the pages, widths and themes where axe finds it, for critical and serious violations."""
     found: dict[tuple[str, str], list[str]] = {}
-    for (stem, theme), page_violations in violations.items():
-        for violation in page_violations:
+    for (stem, width, theme), found_there in violations.items():
+        for violation in found_there:
             if violation["impact"] in BLOCKING:
                 for node in violation["nodes"]:
                     key = (violation["id"], " ".join(map(str, node["target"])))
-                    found.setdefault(key, []).append(f"{stem} ({theme})")
+                    found.setdefault(key, []).append(f"{stem} ({width} px, {theme})")
     return found
 
 

@@ -1,7 +1,14 @@
-"""Sphinx extension: every figure a notebook cell draws links to its full-size image, so a phone reader can tap to zoom.
+"""Sphinx extension: every figure a notebook cell draws keeps its shape and links to its full-size image.
+
+myst-nb writes a 2x PNG's display size as an inline `width` and `height`; the theme narrows the width to the column
+and the fixed height stays, so a narrow column squashed every figure. The height is dropped (the width stays: the
+size the figure was drawn for) and book.css gives images `max-width: 100%; height: auto`.
 
 A figure 800 px wide shrinks to the 360 px of a phone's column, and its 10-pt text with it (about 6 px); the linked
 image opens at its natural size, where that text is about 14 px and the browser zooms further.
+
+Sphinx numbers the figures of every page outside a numbered part with one counter shared by all of them, so the
+appendix's third page opened with "Fig. 3": figure numbers restart at 1 on each unnumbered page.
 """
 
 from __future__ import annotations
@@ -20,6 +27,27 @@ def _in_cell_output(node: nodes.Node) -> bool:
             return True
         parent = parent.parent
     return False
+
+
+def drop_fixed_heights(app, doctree: nodes.document, docname: str) -> None:
+    """Drop the inline height of every image that also has a width: the browser derives it from the PNG's shape."""
+    for image in doctree.findall(nodes.image):
+        if "width" in image and "height" in image:
+            del image["height"]
+
+
+def restart_unnumbered_figures(app, env) -> list[str]:
+    """Number each unnumbered page's figures (tables, code blocks) from 1; return the pages whose numbers changed."""
+    changed = []
+    for docname, by_type in env.toc_fignumbers.items():
+        if env.toc_secnumbers.get(docname):
+            continue  # a page in a numbered part: Fig. <chapter>.<n> already restarts per chapter
+        for numbers in by_type.values():
+            restarted = {figure_id: (position,) for position, figure_id in enumerate(numbers, start=1)}
+            if restarted != numbers:
+                numbers.update(restarted)
+                changed.append(docname)
+    return sorted(set(changed))
 
 
 def link_output_images(app, doctree: nodes.document, docname: str) -> None:
@@ -41,5 +69,7 @@ def link_output_images(app, doctree: nodes.document, docname: str) -> None:
 
 def setup(app) -> dict:
     """Register the hook: after references resolve, before the HTML writer (and Sphinx's own scaled-image links)."""
+    app.connect("env-get-updated", restart_unnumbered_figures, priority=900)  # after Sphinx numbers them (500)
+    app.connect("doctree-resolved", drop_fixed_heights)
     app.connect("doctree-resolved", link_output_images)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
