@@ -3,7 +3,7 @@
 An architectural fact (a shape, a bit-exact sum, a buffer, a gradient) is asserted: it holds for every BERT. What
 trained weights show (row 0 has the largest norm, `bad` is near `good`) holds for the checkpoint that was measured
 and may not for another. `finding(...)` states such a claim: it picks the sentence for "holds" or "does not hold",
-shows it as the cell's output (so a reader in Jupyter or Colab sees it), glues the sentence, the verdict and the
+prints it as the cell's output (so a reader in Jupyter or Colab sees it), glues the sentence, the verdict and the
 measured value for the prose (the glued outputs are the record the page "What holds for this checkpoint" is built
 from), and never stops the book. A verdict must be a plain truth value: anything else is an author's slip.
 """
@@ -38,12 +38,8 @@ class Finding:
         return VERDICTS[self.holds]
 
     def __repr__(self) -> str:
-        """The sentence as plain text, wrapped to 79 characters (a terminal, nbval's comparison)."""
+        """The sentence as the cell prints it, wrapped to 79 characters."""
         return textwrap.fill(f"Finding {self.name} ({self.verdict}): {self.sentence}", 79)
-
-    def _repr_markdown_(self) -> str:
-        """The sentence as Jupyter, Colab and the book show it."""
-        return f"**Finding** `{self.name}` ({self.verdict}): {self.sentence}"
 
 
 def format_value(value, digits: int = 2) -> str:
@@ -96,14 +92,8 @@ def finding(name: str, holds, value, claim: str, contrary: str, digits: int = 2)
 
 
 def _show(result: Finding) -> None:
-    """Display the finding as the cell's output inside IPython (Jupyter, Colab, the book's execution)."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:  # plain Python without IPython: nothing to display into
-        return
-    if get_ipython() is not None:
-        display(result)
+    """Print the finding: the cell's output in Jupyter, Colab and the book (a plain stream: never inside a figure)."""
+    print(repr(result))
 
 
 def _glue(result: Finding) -> None:

@@ -72,23 +72,16 @@ def test_an_authors_slip_is_a_clear_error(kwargs, error, words):
         findings.finding(**arguments)
 
 
-def test_the_cell_shows_the_sentence_in_plain_text_and_markdown(glued):
+def test_the_sentence_is_wrapped_plain_text(glued):
     long = "the median position row's norm is {value} times the token row's, " * 3
     result = findings.judge("row_zero_largest", False, 0.5, claim="yes", contrary=long)
     plain = repr(result)
     assert plain.startswith("Finding row_zero_largest (does not hold): the median")
     assert max(map(len, plain.splitlines())) <= 79 and " ".join(plain.split()) == " ".join(
         f"Finding row_zero_largest (does not hold): {long.format(value='0.5')}".split())
-    assert result._repr_markdown_() == f"**Finding** `row_zero_largest` (does not hold): {long.format(value='0.5')}"
     assert helpers.finding is findings.finding
 
 
-def test_inside_ipython_the_finding_is_the_cells_displayed_output(glued, monkeypatch):
-    import IPython
-    import IPython.display
-
-    shown = []
-    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
-    monkeypatch.setattr(IPython.display, "display", shown.append)
+def test_the_finding_is_printed_as_the_cells_output(glued, capsys):
     findings.finding("pad_row_nonzero", True, 0.77, claim="norm {value}", contrary="zero")
-    assert shown == [findings.Finding("pad_row_nonzero", True, "0.77", "norm 0.77")]
+    assert capsys.readouterr().out == "Finding pad_row_nonzero (holds): norm 0.77\n"
