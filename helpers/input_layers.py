@@ -274,10 +274,14 @@ def position_score_properties(scores: torch.Tensor, max_offset: int = 20) -> dic
     Taught in one layer, many families, "How position enters attention, on real weights"."""
     from helpers.sinusoids import offset_residual  # taught in the sinusoid chapter
 
-    scores = scores.double()
-    n = scores.shape[0]
+    max_offset = validation.integer("max_offset", max_offset, minimum=1, hint=" (an offset between positions)")
+    scores = validation.numbers_tensor("scores", scores, "attention scores (positions, positions)").double()
+    n = scores.shape[0] if scores.dim() else 0
     if scores.dim() != 2 or n != scores.shape[1] or n <= max_offset + 1:
-        raise ValueError(f"scores must be square with more than {max_offset + 1} positions, got {tuple(scores.shape)}.")
+        raise ValueError(f"scores must be square with more than {max_offset + 1} positions, got {tuple(scores.shape)}: "
+                         "pass one head's (positions, positions) scores, e.g. attention_terms(...)['all'][0].")
+    if not torch.isfinite(scores).all():
+        raise ValueError("scores hold NaN or infinite values: these properties need finite scores.")
     translation = 1 - offset_residual(scores).var() / scores.var()
     falls = []
     for matrix in (scores, scores.T):  # keys after the query, then keys before it

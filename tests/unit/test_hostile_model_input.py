@@ -140,3 +140,23 @@ def test_random_ids_match_the_layer_or_get_a_value_error(models, seq, low, span,
             first_block_input(bert, ids)
         return
     assert torch.equal(first_block_input(bert, ids), bert.embeddings(ids.reshape(1, -1)))
+
+
+SCORES = {  # what position_score_properties got wrong before it checked: torch's IndexError / AttributeError
+    "a 0-d tensor": (torch.tensor(1.0), ValueError, ["square", "()"]),
+    "a nested list": ([[1.0, 2.0], [3.0, 4.0]], ValueError, ["more than 21 positions"]),
+    "text": ("scores", TypeError, ["scores must be a tensor"]),
+    "NaN scores": (torch.full((30, 30), float("nan")), ValueError, ["NaN"]),
+    "a float max_offset": (torch.zeros(30, 30), TypeError, ["max_offset must be"]),
+}
+
+
+@pytest.mark.parametrize("label", SCORES)
+def test_position_score_properties_refuses_what_is_not_a_score_matrix(label):
+    from helpers.input_layers import position_score_properties
+
+    scores, error, words = SCORES[label]
+    max_offset = 2.0 if label == "a float max_offset" else 20
+    with pytest.raises(error) as raised:
+        position_score_properties(scores, max_offset)
+    assert all(word in str(raised.value) for word in words), str(raised.value)
