@@ -104,6 +104,13 @@ test-portable: $(DEV_STAMP)
 	$(PORTABLE) pytest book -n 2
 	$(PORTABLE) pytest tests/unit -n 2
 
+# The drift canary: nbval and the unit tests in a side venv (_build/latest-venv, never .venv) with the newest
+# transformers, nbval and Jupyter Book 1.x the index offers; torch stays 2.13.0 (newer ones are CUDA builds).
+# Reported, never gating: tools/latest.py prints what moved and what failed, and writes _build/latest.json.
+.PHONY: test-latest
+test-latest: $(DEV_STAMP)
+	python -m tools.latest
+
 # The whole book built on two BERTs nobody trained (width 96; the packaged shapes with fresh weights), each into
 # _build/any-bert/<kind>/: every page builds, no cell fails, every finding gets a verdict. CI runs it.
 test-any-bert: $(DEV_STAMP)
