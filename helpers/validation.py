@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["MEMORY_BOUND", "check_allocation", "check_embeddings", "integer", "ids_tensor", "model_ids"]
+__all__ = ["MEMORY_BOUND", "check_allocation", "check_embeddings", "integer", "ids_tensor"]
 
 MEMORY_BOUND = 2 * 1024**3  # bytes: no helper allocates more than 2 GiB for one result (a laptop's spare memory)
 HANDLED_EMBEDDINGS = ("BertEmbeddings", "RobertaEmbeddings")  # rebuilt exactly; tested against their forward
