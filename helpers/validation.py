@@ -19,6 +19,7 @@ __all__ = ["MEMORY_BOUND", "check_allocation", "check_embeddings", "integer", "i
 MEMORY_BOUND = 2 * 1024**3  # bytes: no helper allocates more than 2 GiB for one result (a laptop's spare memory)
 HANDLED_EMBEDDINGS = ("BertEmbeddings", "RobertaEmbeddings")  # rebuilt exactly; tested against their forward
 TABLES = ("word_embeddings", "token_type_embeddings", "position_embeddings", "LayerNorm", "dropout")
+POSITION_TABLES = ("position_embeddings", "wpe", "embed_positions")  # BERT & co., GPT-2, RoFormer: absolute tables
 
 
 def integer(name: str, value, minimum: int | None = None, even: bool = False, hint: str = "") -> int:
@@ -102,6 +103,45 @@ def ids_tensor(name: str, ids) -> torch.Tensor:
         raise ValueError(f"{name} has shape {tuple(ids.shape)}: there is nothing to embed. Even an empty string "
                          "tokenises to [CLS] [SEP]; pass at least one token.")
     return ids.long()
+
+
+def position_rows(model: nn.Module) -> int | None:
+    """How many tokens a model's absolute position table holds (RoBERTa's starts after its padding row); None when
+    positions enter without a table (T5's buckets, rotary)."""
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Embedding) and name.rsplit(".", 1)[-1] in POSITION_TABLES:
+            start = 0 if module.padding_idx is None else module.padding_idx + 1  # RoBERTa counts from padding + 1
+            return module.num_embeddings - start
+    return None
+
+
+def check_fits_model(model, helper: str, name: str, shape: tuple[int, int], ids: tuple[int, int],
+                     positions: bool = True) -> None:
+    """Refuse, before any forward pass, ids outside the model's token table, a sequence longer than its position
+    table (when positions is True) and attention scores above the memory bound; ids is (smallest, largest)."""
+    if not isinstance(model, nn.Module) or not hasattr(model, "get_input_embeddings") or \
+            not hasattr(model, "config"):
+        raise TypeError(f"{helper} needs a transformers model (load_bert()'s model, or build_family(name, "
+                        f"tiny=True)), got {type(model).__name__}.")
+    rows, kind = model.get_input_embeddings().num_embeddings, type(model).__name__
+    if ids[0] < 0 or ids[1] >= rows:
+        value = ids[0] if ids[0] < 0 else ids[1]
+        raise ValueError(f"{name} holds {value}, outside {kind}'s token table of {rows} rows (0..{rows - 1}): use "
+                         "the tokenizer that belongs to this model, or ids below its config.vocab_size.")
+    batch, seq = shape
+    limit = position_rows(model) if positions else None
+    if limit is not None and seq > limit:
+        raise ValueError(f"{name} has {seq} tokens but {kind}'s position table has {limit} rows: truncate it "
+                         f"(tokenizer(..., truncation=True, max_length={limit})) or split it into windows.")
+    heads = getattr(model.config, "num_attention_heads", 1)
+    check_allocation(f"{helper}'s attention scores", (batch, heads, seq, seq), 4)
+
+
+def model_ids(name: str, ids, model: nn.Module, helper: str, positions: bool = True) -> torch.Tensor:
+    """ids as a (batch, seq) long tensor that this model can run: see ids_tensor and check_fits_model."""
+    ids = ids_tensor(name, ids)  # (batch, seq)
+    check_fits_model(model, helper, name, tuple(ids.shape), (int(ids.min()), int(ids.max())), positions)
+    return ids
 
 
 def _nested_list(name: str, ids: list | tuple) -> list:

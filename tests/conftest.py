@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-# Tests never reach a model hub: fail fast instead of retrying a connection.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-
 import pytest
 
-import helpers
+from tools.environment import offline_environment
+
+# Tests never reach a model hub: fail fast instead of retrying a connection (before helpers loads transformers).
+os.environ.update(offline_environment())
+
+import helpers  # noqa: E402
 
 if TYPE_CHECKING:
     from transformers import BertModel

@@ -1,7 +1,12 @@
-"""Time the book's build and tests against their floor (every notebook run once); `make bench` runs this."""
+"""`python -m tools.bench`: time the book's build and tests against their floor (every notebook run once).
+
+`make bench` runs it from the repository root. `python -m tools.bench --floor [NOTEBOOK ...]` is the floor step
+alone (every notebook of _toc.yml, or those named), run as a child process by the full measurement.
+"""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -16,12 +21,12 @@ import psutil
 
 from tools.book.fingerprint import empty_build
 from tools.book.toc import toc_notebooks
-
-ROOT = Path(__file__).resolve().parents[1]
+from tools.environment import ROOT, offline_environment
 
 BUILD = ROOT / "_build"
 LOGS = BUILD / "bench"
 MAKE = ["make", "--no-print-directory"]
+FLOOR = [sys.executable, "-m", "tools.bench", "--floor"]  # the floor step as a child process, from ROOT
 TARGETS = {"clean_build": 1.3, "rebuild": 0.10, "nbval": 1.3, "make_test": 300, "peak_mb": 1500}  # issue 11
 
 
@@ -74,12 +79,12 @@ def run_notebook(path: Path) -> dict:
                              for index, mb in sorted(raised, key=lambda cell: -cell[1])[:3]]}
 
 
-def floor() -> dict:
-    """Every notebook of _toc.yml once, each in a fresh kernel with nbclient (gpu cells skipped without CUDA)."""
+def floor(notebooks: list[Path]) -> dict:
+    """Each notebook once, each in a fresh kernel with nbclient (gpu cells skipped without CUDA)."""
     from tools.testing.gpu import configure_nbclient
 
     configure_nbclient()
-    return {str(path.relative_to(ROOT)): run_notebook(path) for path in toc_notebooks()}
+    return {os.path.relpath(path.resolve(), ROOT): run_notebook(path) for path in notebooks}
 
 
 def tree_memory(root: psutil.Process) -> list[tuple[int, int]]:
@@ -108,7 +113,8 @@ def measure(name: str, command: list[str]) -> dict:
     print(f"bench: {name}: {' '.join(command)}", flush=True)
     start = time.perf_counter()
     with open(LOGS / f"{name}.log", "w") as log:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                   env=offline_environment())
         root, peak, largest = psutil.Process(process.pid), 0, 0
         while process.poll() is None:
             memory = tree_memory(root)
@@ -150,16 +156,28 @@ def table(steps: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line: nothing for the whole measurement, --floor [NOTEBOOK ...] for the floor step alone."""
+    parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--floor", nargs="*", metavar="NOTEBOOK", type=Path,
+                        help="only run each notebook once (default: every notebook of _toc.yml) and write the "
+                             "timings to --out")
+    parser.add_argument("--out", type=Path, default=LOGS / "floor.json", help="where --floor writes (%(default)s)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
     """Measure each step in turn, print the table, write _build/bench.json; fail when a step failed."""
-    if sys.argv[1:] == ["--floor"]:
-        (LOGS / "floor.json").write_text(json.dumps(floor(), indent=2))
+    options = arguments(argv)
+    if options.floor is not None:
+        options.out.parent.mkdir(parents=True, exist_ok=True)
+        options.out.write_text(json.dumps(floor(options.floor or toc_notebooks()), indent=2))
         return 0
     LOGS.mkdir(parents=True, exist_ok=True)
     machine = {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
                "load_average_at_start": os.getloadavg(), "python": sys.version.split()[0]}
     (LOGS / "floor.json").unlink(missing_ok=True)
-    steps = {"floor": measure("floor", [sys.executable, __file__, "--floor"])}
+    steps = {"floor": measure("floor", FLOOR)}
     if steps["floor"]["returncode"]:
         sys.exit(f"bench: a notebook failed to run; see {LOGS / 'floor.log'}")
     steps["floor"]["notebooks"] = json.loads((LOGS / "floor.json").read_text())

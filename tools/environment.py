@@ -18,3 +18,12 @@ def offline_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     for key, value in OFFLINE.items():
         env.setdefault(key, value)
     return env
+
+
+def main() -> None:
+    """Print the offline settings as KEY=value words: the Makefile exports each one unless already set."""
+    print(" ".join(f"{key}={value}" for key, value in OFFLINE.items()))
+
+
+if __name__ == "__main__":
+    main()

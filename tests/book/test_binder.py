@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from tools.environment import ROOT
+
 REPO2DOCKER = Path(sys.executable).with_name("repo2docker")
 
 

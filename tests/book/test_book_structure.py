@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 
 from tools.book.toc import toc_pages
+from tools.environment import ROOT
 
-ROOT = Path(__file__).parents[2]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 
 

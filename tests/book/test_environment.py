@@ -3,11 +3,9 @@ tools live in requirements-dev.txt, on top of the reader's set."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
-ROOT = Path(__file__).parents[2]
+from tools.environment import ROOT
 
 
 def requirement_lines(name: str = "requirements.txt") -> list[str]:

@@ -13,8 +13,7 @@ import pytest
 
 from helpers import checkpoint
 from tools.book import fingerprint as fp
-
-ROOT = Path(__file__).parents[2]
+from tools.environment import ROOT
 
 
 def fake_build(build):

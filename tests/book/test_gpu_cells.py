@@ -10,10 +10,10 @@ import torch
 import yaml
 from nbclient import NotebookClient
 
+from tools.environment import ROOT
 from tools.testing import gpu
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_cell.ipynb"
-ROOT = Path(__file__).parents[2]
 pytest_plugins = ["pytester"]
 
 

@@ -24,6 +24,7 @@ from tools.book import install_cell
 from tools.book.toc import ROOT, toc_notebooks
 from tools.classroom.course import install_cell_source, source_notebook
 from tools.classroom.schema import load_chapters
+from tools.environment import offline_environment
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -148,7 +149,7 @@ def test_the_wheel_installs_and_imports_outside_the_repository(wheel, tmp_path):
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "book_venv.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = offline_environment({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                     "--disable-pip-version-check", str(wheel)], cwd=tmp_path, env=env, check=True, timeout=300)
     probe = "import helpers; print(helpers.__file__); print(type(helpers.load_bert()[0]).__name__)"

@@ -17,7 +17,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tools.environment import ROOT
+
 BUILD_OUTPUTS = (".jupyter_cache", "jupyter_execute", ".doctrees", "html")  # what a build leaves behind
 RECORD = ".fingerprint"
 DEFAULT = "packaged"  # helpers.checkpoint.PACKAGED; not imported here, because that would load transformers

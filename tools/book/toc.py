@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tools.environment import ROOT
 
 
 def toc_pages(root: Path = ROOT) -> list[str]:
