@@ -57,8 +57,19 @@ def interpolated_rows(table: torch.Tensor, length: int) -> torch.Tensor:
     return stretched[0].T.contiguous()  # (length, hidden)
 
 
+def _twin(module: nn.Module) -> nn.Module:
+    """A new module object holding the same submodules, parameters and buffers: replacing one leaves the original."""
+    twin = copy.copy(module)
+    twin._modules, twin._parameters, twin._buffers = (dict(module._modules), dict(module._parameters),
+                                                      dict(module._buffers))
+    return twin
+
+
 def with_position_table(model: nn.Module, table: torch.Tensor) -> nn.Module:
-    """A copy of a BERT model (in eval mode) whose position table is `table`; the original is left untouched."""
+    """A BERT model sharing every weight with `model` but its position table, which is `table`; `model` is untouched.
+
+    Only the new table is allocated: the encoder, the token and segment tables and the LayerNorm are shared.
+    """
     embeddings = getattr(model, "embeddings", None)
     if not isinstance(getattr(embeddings, "position_embeddings", None), nn.Embedding):
         raise TypeError(f"model must be a BERT model with embeddings.position_embeddings (load_bert()'s model), "
@@ -67,11 +78,14 @@ def with_position_table(model: nn.Module, table: torch.Tensor) -> nn.Module:
     if table.shape[1] != embeddings.position_embeddings.embedding_dim:
         raise ValueError(f"table has {table.shape[1]} columns but the model's hidden size is "
                          f"{embeddings.position_embeddings.embedding_dim}.")
-    longer = copy.deepcopy(model).eval()
     rows = table.shape[0]
-    longer.embeddings.position_embeddings = nn.Embedding.from_pretrained(table.clone(), freeze=False)
-    longer.embeddings.position_ids = torch.arange(rows).unsqueeze(0)  # (1, rows): the default positions
-    longer.embeddings.token_type_ids = torch.zeros(1, rows, dtype=torch.long)  # (1, rows): segment A
+    longer, longer_embeddings = _twin(model), _twin(embeddings)
+    longer_embeddings.position_embeddings = nn.Embedding.from_pretrained(table.clone(), freeze=False)
+    longer_embeddings.position_embeddings.train(embeddings.training)
+    longer_embeddings.position_ids = torch.arange(rows).unsqueeze(0)  # (1, rows): the default positions
+    longer_embeddings.token_type_ids = torch.zeros(1, rows, dtype=torch.long)  # (1, rows): segment A
+    longer.embeddings = longer_embeddings
+    longer.config = copy.deepcopy(model.config)
     longer.config.max_position_embeddings = rows
     return longer
 

@@ -62,6 +62,9 @@ def test_a_longer_table_lets_the_model_read_longer_inputs(tiny_bert):
     table = tiny_bert.embeddings.position_embeddings.weight
     longer = with_position_table(tiny_bert, copied_rows(table, 30))
     assert tiny_bert.embeddings.position_embeddings.num_embeddings == 10  # the original is untouched
+    assert tiny_bert.embeddings.position_ids.shape == (1, 10) and tiny_bert.config.max_position_embeddings == 10
+    assert longer.encoder is tiny_bert.encoder  # shared, not copied
+    assert longer.embeddings.word_embeddings is tiny_bert.embeddings.word_embeddings
     positions = torch.arange(25).unsqueeze(0) % 10  # the copied rows, by hand: explicit ids into the old table
     with torch.no_grad():
         got = longer(ids).last_hidden_state
