@@ -32,7 +32,8 @@ class ScratchEmbeddings(nn.Module):
         if positions not in POSITION_KINDS:
             raise ValueError(f"positions must be one of {POSITION_KINDS}, got {positions!r}")
         if positions == "sinusoid" and hidden_size % 2:
-            raise ValueError(f"a sinusoidal table pairs sin and cos columns: hidden_size must be even, got {hidden_size}")
+            raise ValueError(f"a sinusoidal table pairs sin and cos columns: hidden_size must be even, "
+                             f"got {hidden_size}")
         eps = real("eps", eps, above=0.0)
         dropout = real("dropout", dropout, minimum=0.0)
         if dropout >= 1:
