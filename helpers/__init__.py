@@ -14,6 +14,7 @@
     families            the relatives, built from transformers' own classes; tables, figures (one layer, many families)
     input_layers        any model's input layer read from its modules and hooks (one layer, many families)
     scratch             BERT's embedding layer built from torch.nn parts (build it yourself; train it)
+    long_inputs         texts longer than the position table: windows, copied or interpolated rows (build it yourself)
     position_schemes    seven position schemes as one switch in a tiny transformer: RoPE, ALiBi, T5 bias (train it)
     training            order tasks, the training loop, the seed sweep and its figures (train it)
     findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)
@@ -31,6 +32,7 @@ from helpers.families import *  # noqa: F403
 from helpers.findings import *  # noqa: F403
 from helpers.input_layers import *  # noqa: F403
 from helpers.layernorm import *  # noqa: F403
+from helpers.long_inputs import *  # noqa: F403
 from helpers.notebook import *  # noqa: F403
 from helpers.plots import *  # noqa: F403
 from helpers.position_figures import *  # noqa: F403

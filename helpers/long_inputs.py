@@ -1,0 +1,161 @@
+"""Inputs longer than the position table: windows, copied or interpolated rows, and how to compare them.
+
+Taught in "Build the layer yourself", section "My text is longer than 512 tokens". Two ways through: encode the
+text in windows that each fit the table (chunking, then pool), or give the model a longer table, its rows copied
+from the trained ones as Longformer did (Beltagy et al. 2020, §5) or interpolated between them (position
+interpolation, Chen et al. 2023).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from helpers.plots import HATCHES, MARKERS, OKABE_ITO, PART_COLOURS, _numpy
+from helpers.validation import check_allocation, ids_tensor, integer
+
+__all__ = ["copied_rows", "interpolated_rows", "with_position_table", "encode_in_windows", "chunk_means",
+           "token_distance", "retrieval_accuracy", "retrieval_bars"]
+
+
+def _table(table) -> torch.Tensor:
+    """A position table as a (positions, hidden) floating-point tensor, or a clear error."""
+    if not isinstance(table, torch.Tensor):
+        raise TypeError(f"table must be a (positions, hidden) tensor, e.g. "
+                        f"model.embeddings.position_embeddings.weight, got {type(table).__name__}.")
+    if table.dim() != 2 or 0 in table.shape or not table.is_floating_point():
+        raise ValueError(f"table must be a non-empty floating-point (positions, hidden) tensor, got shape "
+                         f"{tuple(table.shape)} and dtype {table.dtype}.")
+    return table.detach()
+
+
+def _length(length, table: torch.Tensor) -> int:
+    length = integer("length", length, minimum=1, hint=": the number of rows the new table needs")
+    check_allocation("the new position table", (length, table.shape[1]), table.element_size())
+    return length
+
+
+def copied_rows(table: torch.Tensor, length: int) -> torch.Tensor:
+    """(positions, hidden) -> (length, hidden): row j is row j mod positions, the trained rows over and over."""
+    table = _table(table)
+    length = _length(length, table)
+    return table[torch.arange(length) % table.shape[0]].clone()  # (length, hidden)
+
+
+def interpolated_rows(table: torch.Tensor, length: int) -> torch.Tensor:
+    """(positions, hidden) -> (length, hidden): row j lies at j * (positions - 1) / (length - 1) on the old rows."""
+    table = _table(table)
+    length = _length(length, table)
+    if table.shape[0] < 2 or length < 2:
+        raise ValueError(f"interpolation needs at least 2 old and 2 new rows, got {table.shape[0]} and {length}.")
+    stretched = F.interpolate(table.T[None], size=length, mode="linear", align_corners=True)  # (1, hidden, length)
+    return stretched[0].T.contiguous()  # (length, hidden)
+
+
+def _twin(module: nn.Module) -> nn.Module:
+    """A new module object holding the same submodules, parameters and buffers: replacing one leaves the original."""
+    twin = copy.copy(module)
+    twin._modules, twin._parameters, twin._buffers = (dict(module._modules), dict(module._parameters),
+                                                      dict(module._buffers))
+    return twin
+
+
+def with_position_table(model: nn.Module, table: torch.Tensor) -> nn.Module:
+    """A BERT model sharing every weight with `model` but its position table, which is `table`; `model` is untouched.
+
+    Only the new table is allocated: the encoder, the token and segment tables and the LayerNorm are shared.
+    """
+    embeddings = getattr(model, "embeddings", None)
+    if not isinstance(getattr(embeddings, "position_embeddings", None), nn.Embedding):
+        raise TypeError(f"model must be a BERT model with embeddings.position_embeddings (load_bert()'s model), "
+                        f"got {type(model).__name__}.")
+    table = _table(table)
+    if table.shape[1] != embeddings.position_embeddings.embedding_dim:
+        raise ValueError(f"table has {table.shape[1]} columns but the model's hidden size is "
+                         f"{embeddings.position_embeddings.embedding_dim}.")
+    rows = table.shape[0]
+    longer, longer_embeddings = _twin(model), _twin(embeddings)
+    longer_embeddings.position_embeddings = nn.Embedding.from_pretrained(table.clone(), freeze=False)
+    longer_embeddings.position_embeddings.train(embeddings.training)
+    longer_embeddings.position_ids = torch.arange(rows).unsqueeze(0)  # (1, rows): the default positions
+    longer_embeddings.token_type_ids = torch.zeros(1, rows, dtype=torch.long)  # (1, rows): segment A
+    longer.embeddings = longer_embeddings
+    longer.config = copy.deepcopy(model.config)
+    longer.config.max_position_embeddings = rows
+    return longer
+
+
+def encode_in_windows(model: nn.Module, ids, cls_id: int, sep_id: int, window: int | None = None) -> torch.Tensor:
+    """(length,) ids without special tokens -> (length, hidden) last-layer states.
+
+    Each window of `window - 2` ids is wrapped in [CLS] ... [SEP] and encoded on its own; window=None encodes
+    all ids in one input.
+    """
+    ids = ids_tensor("ids", ids)
+    if ids.shape[0] != 1:
+        raise ValueError(f"ids must be one text's ids, shape (length,), got shape {tuple(ids.shape)}.")
+    ids = ids[0]
+    cls_id, sep_id = integer("cls_id", cls_id, minimum=0), integer("sep_id", sep_id, minimum=0)
+    step = ids.shape[0] if window is None else integer("window", window, minimum=3,
+                                                       hint=": [CLS], [SEP] and at least one token") - 2
+    states = []
+    with torch.no_grad():
+        for piece in ids.split(step):
+            wrapped = torch.cat([torch.tensor([cls_id]), piece, torch.tensor([sep_id])])  # (n + 2,)
+            states.append(model(wrapped.unsqueeze(0)).last_hidden_state[0, 1:-1])  # (n, hidden)
+    return torch.cat(states)  # (length, hidden)
+
+
+def chunk_means(states: torch.Tensor, size: int) -> torch.Tensor:
+    """(length, hidden) -> (length // size, hidden): the mean of each run of `size` rows (a shorter tail dropped)."""
+    if not isinstance(states, torch.Tensor) or states.dim() != 2:
+        raise TypeError(f"states must be a (length, hidden) tensor, got {type(states).__name__} "
+                        f"{tuple(getattr(states, 'shape', ()))}.")
+    size = integer("size", size, minimum=1)
+    count = states.shape[0] // size
+    if count == 0:
+        raise ValueError(f"size {size} is longer than the {states.shape[0]} rows: no whole chunk.")
+    return states[: count * size].reshape(count, size, -1).mean(dim=1)  # (count, hidden)
+
+
+def token_distance(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    """(length, hidden) twice -> (length,): 1 - cosine similarity of each pair of rows."""
+    if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)):
+        raise TypeError("token_distance compares two (length, hidden) tensors.")
+    if first.shape != second.shape or first.dim() != 2:
+        raise ValueError(f"token_distance needs two (length, hidden) tensors of one shape, got "
+                         f"{tuple(first.shape)} and {tuple(second.shape)}.")
+    return 1 - F.cosine_similarity(first, second, dim=-1)
+
+
+def retrieval_accuracy(queries: torch.Tensor, keys: torch.Tensor) -> float:
+    """Share of queries i whose most cosine-similar key is key i: (n, hidden) queries against (n, hidden) keys."""
+    if not (isinstance(queries, torch.Tensor) and isinstance(keys, torch.Tensor)):
+        raise TypeError("retrieval_accuracy takes two (n, hidden) tensors: queries and keys.")
+    if queries.shape != keys.shape or queries.dim() != 2 or queries.shape[0] == 0:
+        raise ValueError(f"queries and keys must be non-empty (n, hidden) tensors of one shape, got "
+                         f"{tuple(queries.shape)} and {tuple(keys.shape)}.")
+    similarity = F.normalize(queries, dim=-1) @ F.normalize(keys, dim=-1).T  # (n, n)
+    return float((similarity.argmax(dim=1) == torch.arange(len(queries))).float().mean())
+
+
+def retrieval_bars(scores: dict[str, object], chance: float, title: str = "", ylabel: str = "accuracy"):
+    """One bar per method (its mean), one dot per document, a dotted line at chance."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    for i, (name, values) in enumerate(scores.items()):
+        values = _numpy(values)
+        ax.bar(i, values.mean(), color=OKABE_ITO[i % len(OKABE_ITO)], hatch=HATCHES[i % len(HATCHES)],
+               edgecolor="white", alpha=0.8, label=name)
+        jitter = np.linspace(-0.15, 0.15, len(values))
+        ax.plot(i + jitter, values, MARKERS[i % len(MARKERS)], color="black", markersize=4, linestyle="none")
+    ax.axhline(chance, color=PART_COLOURS["other"], linestyle=":", linewidth=1)
+    ax.annotate(f"chance ({chance:.2g})", (0.0, chance), xycoords=("axes fraction", "data"), xytext=(4, 3),
+                textcoords="offset points", fontsize=8, color=PART_COLOURS["other"])
+    ax.set_xticks(range(len(scores)), list(scores))
+    ax.set(title=title, ylabel=ylabel, ylim=(0, 1.05))
+    return fig
