@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tools.environment import ROOT
+
 TAUGHT = re.compile(r"^  Taught in \{doc\}`([\w-]+)`\.$")
 ROLE = re.compile(r"\{term\}`(?:[^`<]*<([^>`]+)>|([^`]+))`")
 

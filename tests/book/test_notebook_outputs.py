@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
-BOOK = Path(__file__).resolve().parents[2] / "book"
+from tools.environment import ROOT
+
+BOOK = ROOT / "book"
 RECORD = "application/papermill.record/"
 ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)(?::[^`]*)?`")
 FINDING = re.compile(r"""\bfinding\(\s*["'](\w+)["']""")

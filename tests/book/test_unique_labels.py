@@ -9,7 +9,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tools.environment import ROOT
+
 ANCHOR = re.compile(r"^\(([\w.-]+)\)=\s*$", re.M)
 OPTION = re.compile(r"^\s*:(?:label|name):\s*(\S+)\s*$", re.M)
 

@@ -2,6 +2,8 @@
 
 `python -m tools.book.chapter_metrics [book/x.ipynb ...]` prints one row per notebook; tests/book asserts the limits.
 Cells tagged 'exercises' (generated from exercises/*.yml) are not counted: the limits are for the chapter's body.
+As in the house's own check (shared/hooks/chapter_metrics.py): markdown tagged 'reading-aid' (the "what you will
+learn" and summary boxes, which repeat the body) is not prose, and a cell's length counts its non-blank lines.
 """
 
 from __future__ import annotations
@@ -56,9 +58,10 @@ def measure(path: Path) -> ChapterMetrics:
     figure_cells = [c for c in code if any(t in o.get("data", {}) for o in c.outputs for t in FIGURE_TYPES)]
     return ChapterMetrics(
         name=path.stem,
-        prose_words=sum(_prose_words(c.source) for c in cells if c.cell_type == "markdown"),
+        prose_words=sum(_prose_words(c.source) for c in cells
+                        if c.cell_type == "markdown" and "reading-aid" not in c.metadata.get("tags", [])),
         code_cells=len(code),
-        longest_cell=max((len(c.source.splitlines()) for c in code), default=0),
+        longest_cell=max((sum(1 for line in c.source.splitlines() if line.strip()) for c in code), default=0),
         longest_line=max(len(line) for line in lines),
         figures=sum(1 for c in code for o in c.outputs if any(t in o.get("data", {}) for t in FIGURE_TYPES)),
         figures_without_alt=sum(1 for c in figure_cells if len(_alt(c)) < 20),
