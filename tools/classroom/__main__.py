@@ -9,7 +9,7 @@ from pathlib import Path
 import tools.classroom
 from tools.classroom.book_sync import BOOK_DIR, TEACHERS_PAGE, check_book, sync_book
 from tools.classroom.classgrade import CELL_TIMEOUT, grade_class
-from tools.classroom.course import COURSE_DIR, build_assignments
+from tools.classroom.course import COURSE_DIR, build_assignments, nbgrader_main
 from tools.classroom.export import COLUMNS, write_gradebook
 from tools.classroom.grading import read_scores
 from tools.classroom.schema import ExerciseError
@@ -53,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     show = commands.add_parser("scores", help="print the scores in nbgrader's gradebook")
     show.add_argument("chapter")
     show.add_argument("--course-dir", type=Path, default=COURSE_DIR)
+    run = commands.add_parser("nbgrader", help="run an nbgrader command in the course directory (its config applies)")
+    run.add_argument("--course-dir", type=Path, default=COURSE_DIR)
+    run.add_argument("arguments", nargs=argparse.REMAINDER, help="nbgrader's own arguments, e.g. autograde CHAPTER")
     args = parser.parse_args(argv)
+    if args.command == "nbgrader":
+        return nbgrader_main(args.course_dir, args.arguments)
     try:
         if args.command == "assignments":
             for line in build_assignments(args.course_dir):
