@@ -138,9 +138,11 @@ def kinds(course: Path) -> dict[str, dict]:
         # right answers that try to carry the hidden checks into the feedback (tests on leaks read it)
         "leak-caller": dict(answers=with_answer(WORDPIECE, CALLER_PRINTER + WORDPIECE.solution), status="graded",
                             points=full),
-        # 5 MB printed by an answer: the graded notebook keeps the cell's first 1 MB and a note
-        "output-bomb": dict(answers=with_answer(PAD, PAD.solution + "for _ in range(5000):\n    print('x' * 1000)"),
-                            status="graded", points=full, flag="cut at the grader's cap"),
+        # 5 MB printed by an answer: the graded notebook keeps the cell's first 1 MB and a note, and a later wrong
+        # answer still fails its hidden check (a cap never drops the error that costs the points)
+        "output-bomb": dict(answers={PAD.id: PAD.solution + "for _ in range(5000):\n    print('x' * 1000)",
+                                     WORDPIECE.id: WORDPIECE.partial.solution, FIFTH.id: FIFTH.solution},
+                            status="graded", points=full - 2, flag="cut at the grader's cap"),
         "leak-echo": dict(answers=with_answer(PAD, PAD.solution + CELL_ECHO), status="graded", points=full),
     }
 

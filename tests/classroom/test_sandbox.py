@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -163,15 +164,22 @@ def test_a_checkout_under_tmp_with_a_space_and_the_venv_elsewhere_grades_a_submi
                 shutil.copy2(ROOT / name, checkout / name)
         root = checkout / "_build" / "assignments"
         shutil.copytree(course, root)  # a course moves with its checkout: its config names no path
-        folder = root / "submitted" / "someone" / MAIN
-        folder.mkdir(parents=True)
+        handed_in = checkout / "handed in" / "someone.ipynb"
+        handed_in.parent.mkdir()
         nbformat.write(fill_answers(nbformat.read(root / "release" / MAIN / f"{MAIN}.ipynb", as_version=4),
-                                    CHAPTER, solutions()), folder / f"{MAIN}.ipynb")
-        result = subprocess.run([sys.executable, "-m", "tools.classroom", "grade", MAIN, "--course-dir", str(root)],
+                                    CHAPTER, solutions()), handed_in)
+        output = checkout / "results.json"
+        result = subprocess.run([sys.executable, "-m", "tools.classroom", "grade-one", MAIN, str(handed_in),
+                                 "--output", str(output), "--course-dir", str(root)],
                                 cwd=checkout, env=_environment(), capture_output=True, text=True, timeout=1800)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert read_records(root, MAIN)["someone"].status == "graded"
-        assert read_scores(root, MAIN)["someone"]["auto_score"] == CHAPTER.auto_points
+        results = json.loads(output.read_text())
+        assert (results["student"], results["status"], results["reason"]) == ("someone", "graded", "")
+        deserved = {exercise.test_id(n): test.points for exercise in CHAPTER.exercises
+                    for n, test in enumerate(exercise.tests, start=1)}  # from the exercise file, not the grader
+        assert {name: results["points"][name] for name in deserved} == deserved
+        assert results["versions"]["torch"] == __import__("torch").__version__
+        assert read_records(root, MAIN)["someone"].status == "graded"  # the class command's record, too
         assert not Path(sys.executable).is_relative_to(checkout)
     finally:
         shutil.rmtree(checkout, ignore_errors=True)

@@ -192,7 +192,7 @@ def preflight(course_dir: Path, chapter: str) -> None:
 
     problem = bwrap_problem()
     if problem:
-        raise ExerciseError(f"cannot grade: {problem}")
+        raise ExerciseError(f"cannot grade: {problem}. The grading environment is broken; nobody was graded")
     source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
     with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
         report_path = Path(folder) / "report.json"

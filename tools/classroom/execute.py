@@ -23,6 +23,7 @@ NOTEBOOK_LIMIT = 900  # seconds for the whole notebook, probes included
 STARTUP_LIMIT = 180  # seconds for the sandboxed kernel to start and answer
 CELL_OUTPUT_CAP = 1_000_000  # characters of output one cell keeps (a probe has its own budget)
 NOTEBOOK_OUTPUT_CAP = 5_000_000  # characters of output the whole notebook keeps
+ERROR_CAP = 10_000  # characters of an error's message, and of each line of its traceback
 
 
 def _grade_id(cell: NotebookNode) -> str:
@@ -63,16 +64,23 @@ class SandboxedExecute(Execute):
         return self.nb, self.resources
 
     def output(self, outs, msg, display_id, cell_index):
-        """Keep a message's output unless its cell's or the notebook's cap is reached (then one visible note)."""
-        size = sum(len(str(value)) for value in msg.get("content", {}).values())
+        """Keep an output while its cell and the notebook are under their caps; errors always (they decide points)."""
+        content = msg.get("content", {})
+        if msg.get("msg_type") == "error":  # cut to a readable size, never dropped: a dropped error would be a pass
+            content["evalue"] = str(content.get("evalue", ""))[:ERROR_CAP]
+            content["traceback"] = [str(line)[:ERROR_CAP] for line in content.get("traceback", [])[:50]]
+            return super().output(outs, msg, display_id, cell_index)
+        size = sum(len(str(value)) for value in content.values())
         key = "probe" if self._probing else cell_index
-        self._kept[key] = self._kept.get(key, 0) + size
         total = sum(kept for where, kept in self._kept.items() if where != "probe")
-        if self._kept[key] <= CELL_OUTPUT_CAP and (self._probing or total <= NOTEBOOK_OUTPUT_CAP):
+        fits = self._kept.get(key, 0) + size <= CELL_OUTPUT_CAP and (
+            self._probing or total + size <= NOTEBOOK_OUTPUT_CAP)
+        if fits and key not in self._report["truncated"]:
+            self._kept[key] = self._kept.get(key, 0) + size
             return super().output(outs, msg, display_id, cell_index)
         if key not in self._report["truncated"]:
             self._report["truncated"].append(key)
-            cap = "cell's" if self._kept[key] > CELL_OUTPUT_CAP else "notebook's"
+            cap = "notebook's" if self._kept.get(key, 0) + size <= CELL_OUTPUT_CAP else "cell's"
             outs.append(NotebookNode(output_type="stream", name="stderr",
                                      text=f"\n[output cut here by the grader: the {cap} output cap was reached]\n"))
         return None
@@ -86,6 +94,8 @@ class SandboxedExecute(Execute):
         index = min(index, len(self.nb.cells) - 1)
         kept = self.nb.cells[index]  # nbclient stores the cell it ran at its index: put the notebook's back
         self._probing, self._kept["probe"] = True, 0
+        if "probe" in self._report["truncated"]:
+            self._report["truncated"].remove("probe")
         try:
             self.execute_cell(cell, index, store_history=False)
         except DeadKernelError:
