@@ -81,6 +81,12 @@ class SandboxedExecute(Execute):
         if key not in self._report["truncated"]:
             self._report["truncated"].append(key)
             cap = "notebook's" if self._kept.get(key, 0) + size <= CELL_OUTPUT_CAP else "cell's"
+            room = min(CELL_OUTPUT_CAP - self._kept.get(key, 0),
+                       CELL_OUTPUT_CAP if self._probing else NOTEBOOK_OUTPUT_CAP - total)
+            if msg.get("msg_type") == "stream" and room > 0:  # the text up to the cap, then the note
+                content["text"] = str(content.get("text", ""))[:room]
+                self._kept[key] = self._kept.get(key, 0) + room
+                super().output(outs, msg, display_id, cell_index)
             outs.append(NotebookNode(output_type="stream", name="stderr",
                                      text=f"\n[output cut here by the grader: the {cap} output cap was reached]\n"))
         return None
