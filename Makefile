@@ -140,9 +140,20 @@ $(PDF_BUILT): $(DEV_STAMP) $(BOOK_BUILT)
 	python -m tools.book.pdf
 	touch $@
 
-.PHONY: assignments
+.PHONY: teacher assignments
+# What a teacher needs (book/teachers.md): the reader's environment and nbgrader, pinned in requirements-dev.txt;
+# not the test tools (pytest, npm, axe-core). Grading also needs bubblewrap (apt-get install bubblewrap).
+TEACHER_STAMP := $(VENV)/.installed-teacher
+teacher: $(TEACHER_STAMP)
+	@command -v bwrap > /dev/null || echo "make teacher: grading needs bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+	@echo "Ready: source $(VENV)/bin/activate, then follow book/teachers.md from this folder."
+
+$(TEACHER_STAMP): $(STAMP) requirements-dev.txt
+	$(PY) -m pip install --quiet "$$(grep -E '^nbgrader==' requirements-dev.txt)"
+	touch $@
+
 # nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/; see book/teachers.md.
-assignments: $(DEV_STAMP)
+assignments: $(TEACHER_STAMP)
 	python -m tools.classroom assignments
 
 .PHONY: bench
@@ -155,7 +166,7 @@ bench: $(DEV_STAMP)
 # Grade a chapter's new and changed submissions, each in a bubblewrap sandbox, WORKERS at a time (book/teachers.md):
 # make grade CHAPTER=token_embeddings WORKERS=2
 WORKERS ?= 2
-grade: $(DEV_STAMP)
+grade: $(TEACHER_STAMP)
 	@test -n "$(CHAPTER)" || { echo "make grade: say which chapter, e.g. make grade CHAPTER=token_embeddings"; exit 2; }
 	python -m tools.classroom grade $(CHAPTER) --workers $(WORKERS)
 

@@ -58,6 +58,29 @@ except Exception as error:
 '''
 
 
+# A torch.py handed in beside the notebook: were it copied beside the kernel, `import torch` in the setup would run
+# it, and the norm the hidden check computes would be the student's 0.0.
+FAKE_TORCH = """import importlib, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+del sys.modules["torch"]
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+real = importlib.import_module("torch")
+real.linalg.vector_norm = lambda *args, **kwargs: real.tensor(0.0)
+sys.modules["torch"] = real
+"""
+# An answer function that prints the source of the cell that calls it: the hidden check's.
+CALLER_PRINTER = "import linecache, sys\nprint(''.join(linecache.getlines(sys._getframe(1).f_code.co_filename)))\n"
+# An IPython hook that prints every cell before it runs, and one that prints all of them again after each cell.
+CELL_ECHO = """
+seen = []
+def echo(info):
+    seen.append(info.raw_cell)
+    print(info.raw_cell)
+get_ipython().events.register("pre_run_cell", echo)
+get_ipython().events.register("post_run_cell", lambda result: print(repr(seen)))
+"""
+
+
 def kinds(course: Path) -> dict[str, dict]:
     """Student id -> {answers or a notebook edit, the status and autograded points it deserves, why}."""
     places = {"{course}": str(course), "{home}": str(Path.home()), "{chapter}": MAIN,
@@ -108,6 +131,19 @@ def kinds(course: Path) -> dict[str, dict]:
                           points=None, reason="reordered"),
         "renamed": dict(answers=solutions(), name=f"{MAIN} (1).ipynb", status="refused", points=None,
                         reason="expected"),
+        # a wrong norm and a torch.py beside the notebook: only the notebook reaches the sandbox
+        "extra-files": dict(answers=with_answer(PAD, "pad_id = tokenizer.pad_token_id\npad_norm = 0.0"),
+                            files={"torch.py": FAKE_TORCH, "ipykernel_launcher.py": "raise SystemExit(0)\n"},
+                            status="graded", points=full - 1),
+        # right answers that try to carry the hidden checks into the feedback (tests on leaks read it)
+        "leak-caller": dict(answers=with_answer(WORDPIECE, CALLER_PRINTER + WORDPIECE.solution), status="graded",
+                            points=full),
+        # 5 MB printed by an answer: the graded notebook keeps the cell's first 1 MB and a note, and a later wrong
+        # answer still fails its hidden check (a cap never drops the error that costs the points)
+        "output-bomb": dict(answers={PAD.id: PAD.solution + "for _ in range(5000):\n    print('x' * 1000)",
+                                     WORDPIECE.id: WORDPIECE.partial.solution, FIFTH.id: FIFTH.solution},
+                            status="graded", points=full - 2, flag="cut at the grader's cap"),
+        "leak-echo": dict(answers=with_answer(PAD, PAD.solution + CELL_ECHO), status="graded", points=full),
     }
 
 
@@ -124,3 +160,5 @@ def submit_class(course: Path, students: dict[str, dict]) -> None:
         folder = course / "submitted" / student / MAIN
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, folder / kind.get("name", f"{MAIN}.ipynb"))
+        for name, text in kind.get("files", {}).items():
+            (folder / name).write_text(text)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import os
+import json
 import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,25 +17,24 @@ import pytest
 
 from tests.classroom.conftest import MAIN
 from tests.classroom.simulated import CHAPTER, kinds, solutions, submit_class
-from tools.book.toc import ROOT
 from tools.classroom import sandbox
 from tools.classroom.__main__ import main
 from tools.classroom.classgrade import grade_class, read_records
+from tools.classroom.course import _environment
 from tools.classroom.export import gradebook_rows, write_gradebook
 from tools.classroom.grading import fill_answers, read_scores
 from tools.classroom.schema import ExerciseError
+from tools.environment import ROOT
 
 CELL_TIMEOUT = 10  # seconds for an answer cell here (the teacher's default is 30): the infinite loop costs that
 
 
 @pytest.fixture(scope="module")
 def bwrap():
-    """bubblewrap must work: in CI a missing one fails the tests, elsewhere it skips them with the reason."""
+    """The grading sandbox must work wherever the tests run: a failed self-check is a failure with its reason."""
     problem = sandbox.bwrap_problem()
-    if problem and os.environ.get("CI"):
-        pytest.fail(f"the grading sandbox cannot run in CI: {problem}")
     if problem:
-        pytest.skip(f"the grading sandbox cannot run here: {problem}")
+        pytest.fail(f"the grading sandbox cannot run here: {problem}")
 
 
 def _sha(path: Path) -> str:
@@ -149,3 +151,74 @@ def test_a_broken_grading_environment_fails_before_grading_anyone(bwrap, course,
     assert main(["grade", MAIN, "--course-dir", str(root)]) == 2
     err = capsys.readouterr().err  # the install cell's `import helpers` meets the missing torch first
     assert "ImportError" in err or "ModuleNotFoundError" in err, err
+
+
+def test_a_checkout_under_tmp_with_a_space_and_the_venv_elsewhere_grades_a_submission(bwrap, course, tmp_path):
+    """The project copied under /tmp into a folder whose name has a space; its venv is this one, outside the copy."""
+    checkout = Path(tempfile.mkdtemp(prefix="a checkout ", dir="/tmp"))
+    try:
+        files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+        for name in filter(None, files.decode().split("\0")):
+            if (ROOT / name).is_file():
+                (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, checkout / name)
+        root = checkout / "_build" / "assignments"
+        shutil.copytree(course, root)  # a course moves with its checkout: its config names no path
+        handed_in = checkout / "handed in" / "someone.ipynb"
+        handed_in.parent.mkdir()
+        nbformat.write(fill_answers(nbformat.read(root / "release" / MAIN / f"{MAIN}.ipynb", as_version=4),
+                                    CHAPTER, solutions()), handed_in)
+        output = checkout / "results.json"
+        result = subprocess.run([sys.executable, "-m", "tools.classroom", "grade-one", MAIN, str(handed_in),
+                                 "--output", str(output), "--course-dir", str(root)],
+                                cwd=checkout, env=_environment(), capture_output=True, text=True, timeout=1800)
+        assert result.returncode == 0, result.stdout + result.stderr
+        results = json.loads(output.read_text())
+        assert (results["student"], results["status"], results["reason"]) == ("someone", "graded", "")
+        deserved = {exercise.test_id(n): test.points for exercise in CHAPTER.exercises
+                    for n, test in enumerate(exercise.tests, start=1)}  # from the exercise file, not the grader
+        assert {name: results["points"][name] for name in deserved} == deserved
+        assert results["versions"]["torch"] == __import__("torch").__version__
+        assert read_records(root, MAIN)["someone"].status == "graded"  # the class command's record, too
+        assert not Path(sys.executable).is_relative_to(checkout)
+    finally:
+        shutil.rmtree(checkout, ignore_errors=True)
+
+
+@pytest.mark.parametrize("student", ["leak-caller", "leak-echo"])
+def test_feedback_carries_no_hidden_check_by_any_output(graded_class, student):
+    """A right answer that prints its caller's source, or a hook that echoes every cell: the feedback shows neither."""
+    import html
+    import re
+
+    from tools.classroom.course import run_nbgrader
+    from tools.classroom.feedback import WITHHELD_NOTE
+
+    run_nbgrader(graded_class.root, "generate_feedback", MAIN, "--student", student, "--force")
+    autograded = (graded_class.root / "autograded" / student / MAIN / f"{MAIN}.ipynb").read_text()
+    page = (graded_class.root / "feedback" / student / MAIN / f"{MAIN}.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    submitted = nbformat.read(graded_class.root / "submitted" / student / MAIN / f"{MAIN}.ipynb", as_version=4)
+    shown = "\n".join(cell.source for cell in submitted.cells)  # what the student wrote or was given
+    hidden = {line.strip() for e in CHAPTER.exercises for t in e.tests for line in t.hidden.splitlines()}
+    hidden = {line for line in hidden if len(line) > 25 and line not in shown}
+    printed = [line for line in hidden if json_escaped(line) in autograded]
+    assert printed, "the trick did print hidden checks in the graded notebook: the test would prove nothing"
+    assert not [line for line in hidden if line in text or html.escape(line) in page]
+    assert WITHHELD_NOTE.strip() in text
+
+
+def json_escaped(line: str) -> str:
+    """How a line appears inside the graded notebook's JSON."""
+    import json
+
+    return json.dumps(line)[1:-1]
+
+
+def test_output_is_capped_before_it_is_written(graded_class):
+    from tools.classroom.execute import CELL_OUTPUT_CAP
+
+    path = graded_class.root / "autograded" / "output-bomb" / MAIN / f"{MAIN}.ipynb"
+    assert path.stat().st_size < 2 * CELL_OUTPUT_CAP  # 5 MB printed; at most the cell's first 1 MB kept
+    assert 0 < len(_outputs(graded_class.root, "output-bomb", CHAPTER.exercises[0].answer_id)) <= CELL_OUTPUT_CAP
+    assert any("cut at the grader's cap" in flag for flag in graded_class.records["output-bomb"].flags)

@@ -9,9 +9,10 @@ from pathlib import Path
 import tools.classroom
 from tools.classroom.book_sync import BOOK_DIR, TEACHERS_PAGE, check_book, sync_book
 from tools.classroom.classgrade import CELL_TIMEOUT, grade_class
-from tools.classroom.course import COURSE_DIR, build_assignments
+from tools.classroom.course import COURSE_DIR, build_assignments, nbgrader_main
 from tools.classroom.export import COLUMNS, write_gradebook
 from tools.classroom.grading import read_scores
+from tools.classroom.one import grade_one
 from tools.classroom.schema import ExerciseError
 
 
@@ -46,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         grade.add_argument("--all", action="store_true", help="grade unchanged submissions again too")
         grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help="seconds per answer or test cell")
         grade.add_argument("--course-dir", type=Path, default=COURSE_DIR)
+    one = commands.add_parser("grade-one", help="grade one notebook in its sandbox; write a JSON results file")
+    one.add_argument("chapter")
+    one.add_argument("notebook", type=Path, help="the student's .ipynb file")
+    one.add_argument("--output", type=Path, required=True, help="where to write the results (JSON)")
+    one.add_argument("--student", help="the student id (default: the notebook's file name)")
+    one.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help="seconds per answer or test cell")
+    one.add_argument("--course-dir", type=Path, default=COURSE_DIR)
     export = commands.add_parser("export", help="write the chapter's gradebook with a status column as CSV")
     export.add_argument("chapter")
     export.add_argument("--output", type=Path, help="CSV file (default: <course-dir>/grades-<chapter>.csv)")
@@ -53,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     show = commands.add_parser("scores", help="print the scores in nbgrader's gradebook")
     show.add_argument("chapter")
     show.add_argument("--course-dir", type=Path, default=COURSE_DIR)
+    run = commands.add_parser("nbgrader", help="run an nbgrader command in the course directory (its config applies)")
+    run.add_argument("--course-dir", type=Path, default=COURSE_DIR)
+    run.add_argument("arguments", nargs=argparse.REMAINDER, help="nbgrader's own arguments, e.g. autograde CHAPTER")
     args = parser.parse_args(argv)
+    if args.command == "nbgrader":
+        return nbgrader_main(args.course_dir, args.arguments)
     try:
         if args.command == "assignments":
             for line in build_assignments(args.course_dir):
@@ -79,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
                                          if records.get(s) and records[s].status in ("graded", "partly graded")})
             asked = [r for s, r in records.items() if not args.student or s in args.student]
             return 0 if all(r.status == "graded" for r in asked) else 1
+        elif args.command == "grade-one":
+            results = grade_one(args.course_dir, args.chapter, args.notebook, args.output, args.student,
+                                args.cell_timeout)
+            score = "" if results["auto_score"] is None else \
+                f" {results['auto_score']:g}/{results['max_auto_score']:g} autograded"
+            print(f"{results['student']}: {results['status']}{score} {results['reason']} -> {args.output}")
+            return 0 if results["status"] == "graded" else 1
         elif args.command == "export":
             target = args.output or args.course_dir / f"grades-{args.chapter}.csv"
             rows = write_gradebook(args.course_dir, args.chapter, target)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import nbformat
 
-from tools.book.toc import ROOT
 from tools.classroom.schema import EXERCISES_DIR, KINDS, Chapter, ExerciseError, byline, load_chapters
+from tools.environment import ROOT
 
 BOOK_DIR = ROOT / "book"
 TEACHERS_PAGE = BOOK_DIR / "teachers.md"

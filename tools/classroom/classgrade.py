@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from tools.book.toc import ROOT
 from tools.classroom.course import COURSE_ID, _environment
+from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
 from tools.classroom.grading import check_submission
 from tools.classroom.sandbox import bwrap_problem
 from tools.classroom.schema import ExerciseError
+from tools.environment import ROOT
 
-SUBMISSION_LIMIT = 900  # seconds for one submission, nbgrader's own work included
+NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook: its start, the gradebook, writing
+# The outer limit of one submission exceeds everything inside it: the kernel's start, the notebook's own limit (every
+# cell and probe), and nbgrader's steps. A notebook that runs out of its own time is partly graded, not lost.
+SUBMISSION_LIMIT = STARTUP_LIMIT + NOTEBOOK_LIMIT + NBGRADER_OVERHEAD
 CELL_TIMEOUT = 30  # seconds for an answer or test cell (the setup cell has 300)
 
 
@@ -79,6 +87,7 @@ def configure(config, course_dir: Path | str) -> None:
     # several graders share the gradebook: wait for its lock instead of failing
     config.CourseDirectory.db_url = f"sqlite:///{Path(course_dir) / 'gradebook.db'}?timeout=300"
     config.OverwriteCells.add_missing_cells = True
+    config.Execute.startup_timeout = STARTUP_LIMIT
     config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     # feedback goes to students: no hidden check, nor a traceback quoting one
@@ -113,6 +122,7 @@ def _record(student: str, digest: str, seconds: float, report: dict | None, fail
         return Record(student, "not graded", failure or "the grader stopped before the notebook ran", notes, digest,
                       seconds)
     flags = notes + report["restored"] + [f"{cell} ran past its time limit" for cell in report["timeouts"]]
+    flags += [f"output of {where} cut at the grader's cap" for where in report.get("truncated", [])]
     if report["tampering"]:
         return Record(student, "not graded", "; ".join(report["tampering"]), flags, digest, seconds)
     if failure:
@@ -120,6 +130,34 @@ def _record(student: str, digest: str, seconds: float, report: dict | None, fail
     if report["stopped"]:
         return Record(student, "partly graded", report["stopped"], flags, digest, seconds, report["not_graded"])
     return Record(student, "graded", "", flags, digest, seconds)
+
+
+ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt|Timeout)\w*)(?::\s*(.*))?$")
+
+
+def real_error(log: str) -> str:
+    """The first line of the real error in a log: the last `SomeError: message` that is not nbgrader's wrapper."""
+    found = [line.strip() for line in log.splitlines() if ERROR_LINE.match(line.strip())]
+    real = [line for line in found if "NbGraderException" not in line and "Please see the above traceback" not in line]
+    lines = real or found or [line.strip() for line in log.splitlines() if line.strip()] or ["no message"]
+    return lines[-1][:300]
+
+
+RUNNING: set[subprocess.Popen] = set()  # the children grading now, stopped at once on Ctrl-C
+
+
+def _stop_children() -> None:
+    """End every grading child and its sandbox (bwrap dies with its parent): SIGTERM, then SIGKILL."""
+    for child in list(RUNNING):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGTERM)
+    for child in list(RUNNING):
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
 
 
 def grade_student(course_dir: Path, chapter: str, student: str, digest: str, notes: list[str],
@@ -130,13 +168,19 @@ def grade_student(course_dir: Path, chapter: str, student: str, digest: str, not
         command = [sys.executable, "-m", "tools.classroom.classgrade", str(course_dir), chapter, student,
                    str(report_path), str(cell_timeout)]
         started = time.monotonic()
+        # its own session: Ctrl-C reaches the coordinator only, which stops the children itself
+        child = subprocess.Popen(command, cwd=ROOT, env=_environment(), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+        RUNNING.add(child)
         try:
-            result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True,
-                                    timeout=SUBMISSION_LIMIT)
-            failure = "" if result.returncode == 0 else \
-                f"nbgrader failed: {(result.stderr.strip().splitlines() or ['no message'])[-1][:300]}"
+            out, err = child.communicate(timeout=SUBMISSION_LIMIT)
+            failure = "" if child.returncode == 0 else f"nbgrader failed: {real_error(out + err)}"
         except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
             failure = f"grading took longer than {SUBMISSION_LIMIT} s"
+        finally:
+            RUNNING.discard(child)
         report = json.loads(report_path.read_text()) if report_path.exists() else None
     return _record(student, digest, round(time.monotonic() - started, 1), report, failure, notes)
 
@@ -148,7 +192,7 @@ def preflight(course_dir: Path, chapter: str) -> None:
 
     problem = bwrap_problem()
     if problem:
-        raise ExerciseError(f"cannot grade: {problem}")
+        raise ExerciseError(f"cannot grade: {problem}. The grading environment is broken; nobody was graded")
     source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
     with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
         report_path = Path(folder) / "report.json"
@@ -188,17 +232,31 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
         preflight(course_dir, chapter)
     log(f"{chapter}: grading {len(todo)} submissions over {workers} workers "
         f"({len(students) - len(todo)} unchanged or refused)")
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        jobs = {s: pool.submit(grade_student, course_dir, chapter, s, *checked[s], cell_timeout) for s in todo}
-        for student, job in jobs.items():
-            records[student] = job.result()
-            log(f"  {student}: {records[student].status} ({records[student].seconds:g} s)")
     folder = records_dir(course_dir, chapter)
     folder.mkdir(parents=True, exist_ok=True)
-    for student in students:
-        if student in records:
-            (folder / f"{student}.json").write_text(json.dumps(asdict(records[student]), indent=1))
+    for student in students:  # the refused now; each graded one as soon as it is done, so a stopped run resumes
+        if student in records and student not in todo:
+            _write_record(folder, records[student])
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        jobs = {pool.submit(grade_student, course_dir, chapter, s, *checked[s], cell_timeout): s for s in todo}
+        for job in as_completed(jobs):
+            record = records[jobs[job]] = job.result()
+            _write_record(folder, record)
+            log(f"  {record.student}: {record.status} ({record.seconds:g} s)")
+    except BaseException:  # Ctrl-C or a crash: nothing more starts, the running ones are stopped, none is left
+        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_children()
+        raise
+    pool.shutdown()
     return records
+
+
+def _write_record(folder: Path, record: Record) -> None:
+    """Write one record atomically: an interrupted write leaves the old record or none, never half of one."""
+    temporary = folder / f".{record.student}.json.tmp"
+    temporary.write_text(json.dumps(asdict(record), indent=1))
+    temporary.replace(folder / f"{record.student}.json")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import nbformat
 
-from tools.book.toc import ROOT
 from tools.classroom.book_sync import BOOK_DIR
 from tools.classroom.schema import EXERCISES_DIR, Chapter, Exercise, ExerciseError, Test, byline, load_chapters
+from tools.environment import ROOT, offline_environment
 
 COURSE_DIR = ROOT / "_build" / "assignments"
 COURSE_ID = "bert-first-vectors"
@@ -107,11 +107,12 @@ def source_notebook(chapter: Chapter, install: str | None = None) -> nbformat.No
 
 NBGRADER_CONFIG = '''"""nbgrader configuration of the book's course directory.
 
-Written by `python -m tools.classroom assignments` (book/teachers.md); rewritten on every run.
+Written by `python -m tools.classroom assignments` (book/teachers.md); rewritten on every run. Run nbgrader on it
+from the book's checkout, which makes the grader importable without any sys.path edit:
+    python -m tools.classroom nbgrader --course-dir <this folder> autograde <chapter>
 """
 
 import os
-import sys
 
 c = get_config()  # noqa: F821 (traitlets provides get_config)
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -119,11 +120,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = HERE
 c.CourseDirectory.course_id = "{course_id}"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
-c.Execute.startup_timeout = 180
 # Student code runs in the book's sandbox (bubblewrap), even under plain `nbgrader autograde`: see book/teachers.md.
 # A student who deletes a test cell gets it back (with a note) and is graded on it, instead of losing its points.
-sys.path.insert(0, {root!r})
-from tools.classroom.classgrade import configure  # noqa: E402
+try:
+    from tools.classroom.classgrade import configure
+except ModuleNotFoundError as error:
+    raise SystemExit("nbgrader_config.py: the book's grader is not importable here; from the book's checkout run "
+                     "`python -m tools.classroom nbgrader --course-dir " + HERE + " <nbgrader command>`") from error
 
 configure(c, HERE)
 '''
@@ -138,19 +141,28 @@ STUDENT_README = """# {title}: assignment `{name}`
 
 
 def _environment() -> dict[str, str]:
-    env = dict(os.environ)
+    env = offline_environment()
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # kernels run `python`
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env.setdefault("TRANSFORMERS_OFFLINE", "1")
-    env.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     return env
+
+
+def nbgrader_main(course_dir: Path | str, args: list[str]) -> int:
+    """nbgrader's command line in the course directory (its nbgrader_config.py applies), the grader importable."""
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+
+    os.chdir(course_dir)  # sys.path keeps the checkout that `python -m tools.classroom` was started from
+    try:
+        NbGraderApp.launch_instance(argv=list(args))
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    return 0
 
 
 def run_nbgrader(course_dir: Path | str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run one nbgrader command in the course directory (its nbgrader_config.py applies); return the process."""
-    command = [sys.executable, "-m", "nbgrader", *args]
-    result = subprocess.run(command, cwd=course_dir, env=_environment(), capture_output=True, text=True)
+    command = [sys.executable, "-m", "tools.classroom", "nbgrader", "--course-dir", str(Path(course_dir).resolve()),
+               *args]
+    result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True)
     if check and result.returncode != 0:
         raise ExerciseError(f"`nbgrader {' '.join(args)}` failed (exit {result.returncode}) in {course_dir}:\n"
                             f"{result.stdout}{result.stderr}")
@@ -161,7 +173,7 @@ def write_course(course_dir: Path | str, chapters: list[Chapter]) -> None:
     """Write nbgrader_config.py and source/<chapter>/ (notebook and a short README) for every chapter."""
     course_dir = Path(course_dir)
     course_dir.mkdir(parents=True, exist_ok=True)
-    (course_dir / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(course_id=COURSE_ID, root=str(ROOT)))
+    (course_dir / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(course_id=COURSE_ID))
     for chapter in chapters:
         folder = course_dir / "source" / chapter.name
         folder.mkdir(parents=True, exist_ok=True)

@@ -6,12 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
-from tools.book.toc import ROOT
+from tools.environment import OFFLINE, ROOT
 
 MEMORY_LIMIT_MB = 2048
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts", "localtime", "passwd", "group",
@@ -30,7 +31,9 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise FileNotFoundError(f"bwrap not found: {INSTALL_HINT}")
-    command = [bwrap, "--ro-bind", "/usr", "/usr"]
+    # Mounts apply in order: /tmp first, so that a checkout, a venv or a scratch folder under /tmp is bound over it
+    # instead of being hidden by it.
+    command = [bwrap, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
     for name in ETC:  # what the dynamic linker, fonts and certificates need; not /etc/shadow and the like
         if (Path("/etc") / name).exists():
             command += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -44,14 +47,12 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> list[str]:
         command += ["--ro-bind", str(root), str(root)]
     # The book's helpers only: the rest of the repository (exercises/, with solutions and hidden tests) stays out.
     command += ["--ro-bind", str(ROOT / "helpers"), str(ROOT / "helpers")]
-    command += ["--tmpfs", "/tmp", "--bind", str(scratch), str(scratch), "--dev", "/dev", "--proc", "/proc",
+    command += ["--bind", str(scratch), str(scratch), "--dev", "/dev", "--proc", "/proc",
                 "--unshare-all", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", str(scratch),
                 "--clearenv"]
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(scratch), "PYTHONPATH": str(ROOT),
-           "MPLCONFIGDIR": str(scratch / ".matplotlib"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1", "LANG": "C.UTF-8",
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get(
-               "BERT_BOOK_CHECKPOINT", "")}
+           "MPLCONFIGDIR": str(scratch / ".matplotlib"), **OFFLINE, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get("BERT_BOOK_CHECKPOINT", "")}
     for name, value in env.items():
         if value:
             command += ["--setenv", name, value]
@@ -61,18 +62,25 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> list[str]:
     return command + ["--", "prlimit", f"--data={limit}:{limit}", "--core=0"]
 
 
+# What the grading kernel imports before any cell runs: ipykernel, and the book's helpers (torch with them).
+SELF_CHECK = "import ipykernel.kernelapp, helpers"
+
+
 def bwrap_problem() -> str | None:
-    """None if a sandbox can be made here, else what is wrong and how to fix it."""
+    """None if grading can run here, else one line saying why not: the real interpreter, with the real mounts."""
     if shutil.which("bwrap") is None:
         return f"bwrap not found: {INSTALL_HINT}"
-    scratch = Path(os.environ.get("TMPDIR", "/tmp"))
+    scratch = Path(tempfile.mkdtemp(prefix="grading-check-"))  # where execute.py puts a kernel's scratch folder
     try:
-        result = subprocess.run([*bwrap_command(scratch), sys.executable, "-c", "import ipykernel"],
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run([*bwrap_command(scratch), sys.executable, "-c", SELF_CHECK],
+                                capture_output=True, text=True, timeout=180)
     except (OSError, subprocess.TimeoutExpired) as error:
-        return f"bwrap could not run: {error}"
+        return f"the grading sandbox could not run {sys.executable}: {error}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     if result.returncode:
-        return f"bwrap could not run Python in a sandbox (exit {result.returncode}): {result.stderr.strip()[-500:]}"
+        last = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
+        return f"the grading sandbox cannot run `{sys.executable} -c {SELF_CHECK!r}` (ROOT {ROOT}): {last[:300]}"
     return None
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from tools.book.toc import ROOT, toc_pages
+from tools.book.toc import toc_pages
+from tools.environment import ROOT
 
 EXERCISES_DIR = ROOT / "exercises"
 KINDS = {

@@ -1,0 +1,59 @@
+"""Cheats from issue 32, written into a course as submissions: `python -m tests.classroom.attacks COURSE_DIR`.
+
+Each earns, against a grader that runs the hidden checks in the student's kernel, more than the blank notebook and
+more than the same wrong answer without the trick. Used to measure the attack table of the closing note.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+from tests.classroom.simulated import CHAPTER, FAKE_TORCH, FIFTH, PAD, WORDPIECE, solutions, with_answer
+from tools.classroom.grading import fill_answers
+
+WRONG_NORM = "pad_id = tokenizer.pad_token_id\npad_norm = 0.0\n"
+ATTACKS = {
+    "blank": ({}, {}),
+    "honest": (solutions(), {}),
+    "wrong-norm": (with_answer(PAD, WRONG_NORM), {}),  # the honest wrong answer the next five build on
+    "code-object": (with_answer(PAD, "pad_id, pad_norm = 5, 0.0\nmodel.config.pad_token_id = 5\n"
+                                "type(tokenizer).convert_tokens_to_ids.__code__ = (lambda self, tokens: 5).__code__"),
+                    {}),
+    "abs-rebound": (with_answer(PAD, WRONG_NORM + "abs = lambda x: 0"), {}),
+    "torch-rebound": (with_answer(PAD, WRONG_NORM + "torch.linalg.vector_norm = lambda *a, **k: torch.tensor(0.0)"),
+                      {}),
+    "run-cell-hook": (with_answer(PAD, WRONG_NORM + "def swap(info):\n    ns = get_ipython().user_ns\n"
+                                  "    if 'pad_norm -' in info.raw_cell:\n        ns['abs'] = lambda x: 0\n"
+                                  "    else:\n        ns.pop('abs', None)\n"
+                                  "get_ipython().events.register('pre_run_cell', swap)"), {}),
+    "extra-torch-py": (with_answer(PAD, WRONG_NORM), {"torch.py": FAKE_TORCH}),
+    "zero-share": (with_answer(FIFTH, "return 0.0"), {}),  # the honest wrong answer sklearn-patched builds on
+    "sklearn-patched": (with_answer(FIFTH, "return 0.0\n\n\nimport numpy\nimport sklearn.metrics.pairwise as pairwise\n"
+                                    "pairwise.cosine_similarity = lambda X, *a, **k: numpy.zeros((len(X), len(X)))"),
+                        {}),
+    "subclasses": ({PAD.id: "class I(int):\n    __eq__ = lambda s, o: True\n    __hash__ = int.__hash__\n\n\n"
+                    "class Z(float):\n    __sub__ = lambda s, o: Z(0.0)\n\n\npad_id, pad_norm = I(7), Z(3.0)",
+                    WORDPIECE.id: "class L(list):\n    __eq__ = lambda s, o: True\nreturn L()",
+                    FIFTH.id: "class S(float):\n    __le__ = lambda s, o: True\n    __ge__ = lambda s, o: True\n"
+                              "return S(0.5)"}, {}),
+    "output-bomb": (with_answer(PAD, PAD.solution + "for _ in range(100000):\n    print('x' * 1000)"), {}),
+}
+
+
+def submit_attacks(course: Path) -> None:
+    """Write every attack under submitted/<attack>/<chapter>/."""
+    released = nbformat.read(course / "release" / CHAPTER.name / f"{CHAPTER.name}.ipynb", as_version=4)
+    for student, (answers, files) in ATTACKS.items():
+        folder = course / "submitted" / student / CHAPTER.name
+        folder.mkdir(parents=True, exist_ok=True)
+        notebook = fill_answers(nbformat.from_dict(released), CHAPTER, answers)
+        nbformat.write(notebook, folder / f"{CHAPTER.name}.ipynb")
+        for name, text in files.items():
+            (folder / name).write_text(text)
+
+
+if __name__ == "__main__":
+    submit_attacks(Path(sys.argv[1]))
