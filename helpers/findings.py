@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +37,8 @@ class Finding:
         return VERDICTS[self.holds]
 
     def __repr__(self) -> str:
-        """The sentence as the cell prints it, wrapped to 79 characters."""
-        return textwrap.fill(f"Finding {self.name} ({self.verdict}): {self.sentence}", 79)
+        """The sentence as the cell prints it: one line, the glued sentence verbatim (front-ends wrap it)."""
+        return f"Finding {self.name} ({self.verdict}): {self.sentence}"
 
 
 def format_value(value, digits: int = 2) -> str:
