@@ -124,30 +124,36 @@ class WordPieceResult:
     tried: list[tuple[str, bool]]  # (candidate, in vocabulary?) in the order they were looked up
 
 
-def greedy_wordpiece(word: str, vocab: Mapping[str, int], prefix: str = "##", unk_token: str = "[UNK]",
+def greedy_wordpiece(word: str, vocab: Mapping[str, int], prefix: str = "##",
+                     unk_token: str = "[UNK]",
                      max_chars: int = 100) -> WordPieceResult:
-    """Split one normalised word the way BERT's WordPiece does: longest vocabulary match first, '##' after the start.
+    """Split one normalised word as BERT's WordPiece does: longest match first.
 
-    If some remainder matches nothing, the whole word becomes [UNK] (Devlin et al. 2019; Wu et al. 2016).
+    Pieces after the first carry '##'. If some remainder matches nothing, the
+    whole word becomes [UNK] (Devlin et al. 2019; Wu et al. 2016).
 
     Taught in token embeddings, "Why `Sinan` becomes `sin` + `##an`".
     """
     _check_text("word", word)
     if not isinstance(vocab, Mapping):
-        raise TypeError(f"vocab must map tokens to ids, got {type(vocab).__name__}: pass tokenizer.get_vocab().")
+        raise TypeError(f"vocab must map tokens to ids, got "
+                        f"{type(vocab).__name__}: pass tokenizer.get_vocab().")
     for name, value in (("prefix", prefix), ("unk_token", unk_token)):
         if not isinstance(value, str):
-            raise TypeError(f"{name} must be a str (BERT uses '##' and '[UNK]'), got {type(value).__name__}.")
-    max_chars = validation.integer("max_chars", max_chars, minimum=1, hint=" (BERT's limit is 100)")
+            raise TypeError(f"{name} must be a str (BERT uses '##' and "
+                            f"'[UNK]'), got {type(value).__name__}.")
+    max_chars = validation.integer("max_chars", max_chars, minimum=1,
+                                   hint=" (BERT's limit is 100)")
     if not word or any(ch.isspace() for ch in word):
-        raise ValueError(f"greedy_wordpiece splits one word without spaces, got {word!r}; "
-                         "use tokenizer.tokenize for running text.")
+        raise ValueError(f"greedy_wordpiece splits one word without spaces, "
+                         f"got {word!r}; use tokenizer.tokenize for running "
+                         "text.")
     if len(word) > max_chars:
         return WordPieceResult([unk_token], [])
     pieces, tried, start = [], [], 0
     while start < len(word):
         end, match = len(word), None
-        while end > start:  # try the longest candidate first, then shorten it by one character
+        while end > start:  # the longest candidate first, then one shorter
             candidate = (prefix if start > 0 else "") + word[start:end]
             found = candidate in vocab
             tried.append((candidate, found))
