@@ -15,12 +15,12 @@ import re
 import nbformat
 import pytest
 
+from tools.book.reading_order import ROLE
 from tools.book.toc import toc_notebooks
 from tools.environment import ROOT
 
 BOOK = ROOT / "book"
 RECORD = "application/papermill.record/"
-ROLE = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)(?::[^`]*)?`")
 FINDING = re.compile(r"""\bfinding\(\s*["'](\w+)["']""")
 CHAPTERS = [path.stem for path in toc_notebooks()]  # every chapter of the book
 EXECUTED = "embedding_layer_at_a_glance"  # the one chapter run with plain nbclient (about a minute)

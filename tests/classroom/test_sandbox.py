@@ -25,6 +25,7 @@ from tools.classroom.export import gradebook_rows, write_gradebook
 from tools.classroom.grading import fill_answers, read_scores
 from tools.classroom.schema import ExerciseError
 from tools.environment import ROOT
+from tools.testing.checkout import copy_checkout
 
 CELL_TIMEOUT = 10  # seconds for an answer cell here (the teacher's default is 30): the infinite loop costs that
 
@@ -155,13 +156,9 @@ def test_a_broken_grading_environment_fails_before_grading_anyone(bwrap, course,
 
 def test_a_checkout_under_tmp_with_a_space_and_the_venv_elsewhere_grades_a_submission(bwrap, course, tmp_path):
     """The project copied under /tmp into a folder whose name has a space; its venv is this one, outside the copy."""
-    checkout = Path(tempfile.mkdtemp(prefix="a checkout ", dir="/tmp"))
+    parent = Path(tempfile.mkdtemp(prefix="a checkout ", dir="/tmp"))
     try:
-        files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-        for name in filter(None, files.decode().split("\0")):
-            if (ROOT / name).is_file():
-                (checkout / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / name, checkout / name)
+        checkout = copy_checkout(parent / "bert")
         root = checkout / "_build" / "assignments"
         shutil.copytree(course, root)  # a course moves with its checkout: its config names no path
         handed_in = checkout / "handed in" / "someone.ipynb"
@@ -182,7 +179,7 @@ def test_a_checkout_under_tmp_with_a_space_and_the_venv_elsewhere_grades_a_submi
         assert read_records(root, MAIN)["someone"].status == "graded"  # the class command's record, too
         assert not Path(sys.executable).is_relative_to(checkout)
     finally:
-        shutil.rmtree(checkout, ignore_errors=True)
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 @pytest.mark.parametrize("student", ["leak-caller", "leak-echo"])
