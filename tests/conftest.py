@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tools.environment import offline_environment
+from tools.environment import ONE_THREAD, offline_environment
 
 # Tests never reach a model hub: fail fast instead of retrying a connection (before helpers loads transformers).
+# One OpenMP thread per test worker, as `make unit` sets it, unless the caller chose otherwise (before torch loads).
 os.environ.update(offline_environment())
+for name, value in ONE_THREAD.items():
+    os.environ.setdefault(name, value)
 
 import helpers  # noqa: E402
 
