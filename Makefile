@@ -76,14 +76,23 @@ $(FINGERPRINT): FORCE $(STAMP)
 .PHONY: FORCE
 FORCE:
 
-# Lint, re-run every notebook (nbval), build the book, then the unit, build and browser tests.
+# Lint, re-run every notebook (nbval), then two lanes at once: the book, the class book, the PDF and the tests of what
+# they built (tests/book); and the unit and classroom tests, which need no built book. Sphinx and Chromium keep one
+# core busy, so the other lane (one pytest worker each) fills the second core. Lines from both lanes interleave.
 test: $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory nbval
+	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
+
+.PHONY: test-built test-code
+test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	$(MAKE) --no-print-directory unit
+	pytest tests/book -n 1
+
+test-code: $(DEV_STAMP)
+	pytest tests/unit tests/classroom -n 1
 
 lint: $(DEV_STAMP)
 	ruff check .
