@@ -114,7 +114,7 @@ test-portable: $(DEV_STAMP)
 	$(PORTABLE) pytest book -n 2
 	$(PORTABLE) pytest tests/unit -n 2
 
-# Regenerate book/data/train_positions_results.json: every position scheme x task x seed of "Train it" (minutes).
+# Regenerate helpers/data/train_positions_results.json (shipped in the wheel): every position scheme x task x seed of "Train it" (minutes).
 .PHONY: experiments
 experiments: $(STAMP)
 	OMP_NUM_THREADS=1 python -m helpers.training --jobs 2

@@ -1,6 +1,7 @@
 """Train the tiny transformer on order tasks, test it on longer inputs, sweep schemes x tasks x seeds (train it).
 
-`python -m helpers.training` (or `make experiments`) regenerates book/data/train_positions_results.json.
+`python -m helpers.training` (or `make experiments`) regenerates helpers/data/train_positions_results.json,
+which ships inside the package: the chapter reads it wherever helpers is installed (Colab's wheel included).
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ import torch
 from torch.nn import functional as F
 
 from helpers import validation
-from helpers.checkpoint import REPOSITORY_ROOT
 from helpers.plots import LINE_STYLES, MARKERS, OKABE_ITO
 from helpers.position_schemes import SCHEMES, TinyTransformer
 
 __all__ = ["TrainConfig", "make_batch", "train", "accuracy", "load_results", "summarise", "clear_gap",
            "accuracy_curves", "row_norms_figure"]
 
-RESULTS_PATH = REPOSITORY_ROOT / "book" / "data" / "train_positions_results.json"
+RESULTS_PATH = Path(__file__).resolve().parent / "data" / "train_positions_results.json"
 TASKS = ("copy-back", "position-3")
 IGNORE = -100  # cross_entropy's ignore_index: positions with no answer
 

@@ -152,12 +152,15 @@ def test_the_wheel_installs_and_imports_outside_the_repository(wheel, tmp_path):
     env = offline_environment({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                     "--disable-pip-version-check", str(wheel)], cwd=tmp_path, env=env, check=True, timeout=300)
-    probe = "import helpers; print(helpers.__file__); print(type(helpers.load_bert()[0]).__name__)"
+    probe = ("import helpers, helpers.training; print(helpers.__file__); print(type(helpers.load_bert()[0]).__name__);"
+             " print(len(helpers.training.load_results()['seeds']))")
     result = subprocess.run([str(python), "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr
-    where, loads = result.stdout.split()
+    where, loads, seeds = result.stdout.split()
     assert Path(where) == site / "helpers" / "__init__.py" and loads == "BertModel"
+    stored = json.loads((ROOT / "helpers" / "data" / "train_positions_results.json").read_text())
+    assert int(seeds) == len(stored["seeds"])  # the sweep's results travel with the wheel (Colab)
 
 
 def test_every_assignment_opens_with_its_chapter_s_install_cell_locked():
