@@ -4,13 +4,13 @@
 // (pydata-sphinx-theme) gives code and tables a tab stop, but not display math, and no box a name.
 (() => {
   "use strict";
-  const SELECTOR = ".bd-article pre, .bd-article div.math, .bd-article mjx-container[display='true'], " +
-    ".bd-article .cell_output .output, .bd-article .table-wrapper, .bd-article div.pst-scrollable-table-container";
+  const SELECTOR = ".bd-article pre, .bd-article div.math, .bd-article .cell_output .output, " +
+    ".bd-article .table-wrapper, .bd-article div.pst-scrollable-table-container";
 
   function what(box) {
     if (box.closest(".cell_input")) return "Code";
     if (box.closest(".cell_output")) return "Output";
-    if (box.matches("div.math, mjx-container") || box.closest("div.math")) return "Equation";
+    if (box.matches("div.math")) return "Equation";
     if (box.querySelector("table")) return "Table";
     return "Code";
   }
@@ -47,7 +47,6 @@
   window.bookLabelScrollers = label;  // the tests call it after resizing the window
   document.addEventListener("DOMContentLoaded", () => {
     label();
-    window.MathJax?.startup?.promise?.then(label);  // display math has its width once typeset
     window.addEventListener("resize", soon);
   });
   window.addEventListener("load", label);
