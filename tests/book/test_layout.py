@@ -20,7 +20,7 @@ MEASURE = """async () => {
   const figures = [...document.querySelectorAll('main img')].filter(img => img.offsetParent && img.naturalWidth)
     .map(img => ({name: img.src.split('/').pop(), drawn: img.width / img.height,
                   natural: img.naturalWidth / img.naturalHeight, size: `${img.width}x${img.height}`}));
-  const boxes = [...document.querySelectorAll('main pre, main div.math')]
+  const boxes = [...document.querySelectorAll('main pre, main .bd-article .math')]
     .filter(box => box.offsetParent && box.scrollWidth > 0)
     .map(box => ({text: box.textContent.trim().slice(0, 50),
                   hidden: Math.max(0, box.scrollWidth - box.clientWidth) / box.scrollWidth,
