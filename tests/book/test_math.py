@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.book.conftest import require_built_book
+from tests.book.test_pdf import pdf as book_pdf  # noqa: F401  (the fixture: the PDF, read with pypdf)
 from tools.book.sphinx_mathml import MATHML, mathml
 from tools.book.toc import toc_pages
 
@@ -68,3 +69,12 @@ def test_every_formula_is_drawn_natively_as_mathml(browser, book_url):
     bad = {stem: [f["tex"] for f in found if not (f["native"] and f["drawn"]) or f["raw"]]
            for stem, found in formulas.items()}
     assert {stem: texts for stem, texts in bad.items() if texts} == {}
+
+
+def test_the_pdf_prints_the_math_as_math(book_pdf):  # noqa: F811  (pytest passes the fixture imported above)
+    """Chromium prints MathML as text in math italic (U+1D400 on): the LayerNorm formula, and no TeX beside it."""
+    pages = (page.extract_text() for page in book_pdf.pages)
+    text = next((text for text in pages if "LayerNorm by hand" in text and "works on each token" in text), "")
+    assert "\U0001d707 = 1 \U0001d43b \u2211" in text  # mu = 1/H sum, from sum_and_layernorm's display math
+    assert "\u221a\U0001d70e2 + \U0001d700" in text  # sqrt(sigma^2 + epsilon)
+    assert not any(tex in text for tex in (r"\frac", r"\sqrt", r"\(", r"\["))
