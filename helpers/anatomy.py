@@ -19,6 +19,8 @@ from helpers.tables import ResultTable
 
 __all__ = ["check_embedding_inputs", "embedding_parts", "embedding_parameter_table", "embedding_pipeline_diagram"]
 
+DIAGRAM_TEXT = 10  # points: a diagram about 4.5 inches wide shows it at 10 CSS px or more in a phone's column
+
 
 @dataclass
 class EmbeddingParts:
@@ -114,39 +116,41 @@ def embedding_parameter_table(model: nn.Module) -> list[dict]:
 
 
 def embedding_pipeline_diagram(hidden_size: int, vocab_size: int, max_positions: int, type_vocab_size: int):
-    """Draw the embedding layer's four steps: three lookups, their sum, LayerNorm, dropout.
+    """Draw the embedding layer's four steps, top to bottom: three lookups, their sum, LayerNorm, dropout.
 
+    Tall and narrow, with 10-pt labels, so that the text stays legible in a phone's column.
     Taught in the layer at a glance, "What the layer holds"."""
-    fig, ax = plt.subplots(figsize=(9.0, 3.6))
-    ax.set(xlim=(0, 10), ylim=(0, 4.2))
+    fig, ax = plt.subplots(figsize=(4.4, 5.8))
+    ax.set(xlim=(0, 6), ylim=(0.5, 8.45), aspect="equal")  # equal units: the sum's circle stays round
     ax.axis("off")
 
-    def box(x, y, w, text, colour):
-        ax.add_patch(FancyBboxPatch((x, y), w, 0.8, boxstyle="round,pad=0.05", fc=colour, ec="black"))
-        ax.text(x + w / 2, y + 0.4, text, ha="center", va="center", fontsize=9, color=text_colour_on(colour))
+    def box(x, y, w, text, colour, h=1.1):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.05", fc=colour, ec="black"))
+        ax.text(x, y, text, ha="center", va="center", fontsize=DIAGRAM_TEXT, color=text_colour_on(colour))
 
     def arrow(start, end):
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color="black"))
 
     lookups = [
-        ("input_ids", f"token table\n{vocab_size} x {hidden_size}", PART_COLOURS["token"], 3.2),
-        ("token_type_ids", f"segment table\n{type_vocab_size} x {hidden_size}", PART_COLOURS["segment"], 1.8),
-        ("position_ids", f"position table\n{max_positions} x {hidden_size}", PART_COLOURS["position"], 0.4),
+        ("input_ids", f"token table\n{vocab_size} x {hidden_size}", PART_COLOURS["token"], 1.0),
+        ("token_type_ids", f"segment table\n{type_vocab_size} x {hidden_size}", PART_COLOURS["segment"], 3.0),
+        ("position_ids", f"position table\n{max_positions} x {hidden_size}", PART_COLOURS["position"], 5.0),
     ]
-    for ids, table, colour, y in lookups:
-        ax.text(0.05, y + 0.4, ids, ha="left", va="center", family="monospace", fontsize=9)
-        arrow((1.45, y + 0.4), (1.8, y + 0.4))
-        box(1.8, y, 1.9, table, colour)
-        arrow((3.75, y + 0.4), (4.55, 2.2))
-    ax.add_patch(plt.Circle((4.8, 2.2), 0.25, fc="white", ec="black"))
-    ax.text(4.8, 2.2, "+", ha="center", va="center", fontsize=14)
-    arrow((5.05, 2.2), (5.45, 2.2))
-    box(5.45, 1.8, 1.5, "LayerNorm\n(gamma, beta)", PART_COLOURS["other"])
-    arrow((7.0, 2.2), (7.35, 2.2))
-    box(7.35, 1.8, 1.2, "Dropout", PART_COLOURS["other"])
-    arrow((8.6, 2.2), (8.95, 2.2))
-    ax.text(8.97, 2.2, f"(batch, seq,\n {hidden_size})", ha="left", va="center", family="monospace", fontsize=8)
-    ax.set_title("BertEmbeddings: three lookups, one sum, LayerNorm, dropout")
+    for ids, table, colour, x in lookups:
+        ax.text(x, 8.1, ids, ha="center", va="center", family="monospace", fontsize=DIAGRAM_TEXT)
+        arrow((x, 7.85), (x, 7.3))
+        box(x, 6.7, 1.8, table, colour)
+        arrow((x, 6.1), (3.0 + (x - 3.0) * 0.12, 5.3))
+    ax.add_patch(plt.Circle((3.0, 5.0), 0.28, fc="white", ec="black"))
+    ax.text(3.0, 5.0, "+", ha="center", va="center", fontsize=14)
+    arrow((3.0, 4.7), (3.0, 4.25))
+    box(3.0, 3.65, 2.4, "LayerNorm\n(gamma, beta)", PART_COLOURS["other"])
+    arrow((3.0, 3.05), (3.0, 2.6))
+    box(3.0, 2.1, 2.4, "Dropout", PART_COLOURS["other"], h=0.85)
+    arrow((3.0, 1.6), (3.0, 1.15))
+    ax.text(3.0, 0.85, f"(batch, seq, {hidden_size})", ha="center", va="center", family="monospace",
+            fontsize=DIAGRAM_TEXT)
+    ax.set_title("BertEmbeddings: three lookups,\none sum, LayerNorm, dropout")
     return fig
 
 
@@ -202,32 +206,36 @@ def _grid(vector: torch.Tensor) -> np.ndarray:
 def per_token_sum_figure(tokens: list[str], parts: EmbeddingParts, token_type_ids, title: str = ""):
     """The BERT paper's Figure 2 from the weights: E_token, E_A/B, E_position per token, plus E_A/B - E_A.
 
+    One row per token, one column per part: narrow enough for 10-pt labels to stay legible in a phone's column.
+    fig.axes runs part by part (the token column first), token by token within a part.
     Taught in the layer at a glance, "One sentence pair, token by token"."""
     types = token_type_ids[0]  # (seq,)
     segment = parts.segment[0].detach()  # (seq, hidden)
     first_a = int((types == 0).nonzero()[0])
-    rows = [("token", parts.token[0], lambda i: f"E_{tokens[i]}"),
-            ("segment", segment, lambda i: f"E_{'AB'[int(types[i])]}"),
-            ("position", parts.position[0], lambda i: f"E_{i}")]
-    values = torch.cat([p.detach().abs().flatten() for _, p, _ in rows])
+    columns = [("token", parts.token[0], lambda i: f"E_{tokens[i]}"),
+               ("segment", segment, lambda i: f"E_{'AB'[int(types[i])]}"),
+               ("position", parts.position[0], lambda i: f"E_{i}")]
+    values = torch.cat([p.detach().abs().flatten() for _, p, _ in columns])
     limit = float(values.quantile(0.99))  # a few outliers saturate instead of washing out the rest
     difference = segment - segment[first_a]  # (seq, hidden): 0 for A, B - A for B
     diff_limit = float(difference.abs().max()) or 1.0  # its own scale: B - A is small
-    rows.append(("segment", difference, lambda i: "B - A" if types[i] else "0"))
-    fig, axes = plt.subplots(4, len(tokens), figsize=(0.9 * len(tokens) + 1.2, 4.6), squeeze=False)
-    for r, (name, values, label) in enumerate(rows):
-        scale = diff_limit if r == 3 else limit
+    columns.append(("segment", difference, lambda i: "B - A" if types[i] else "0"))
+    fig = plt.figure(figsize=(4.6, 0.8 * len(tokens) + 0.9))
+    grid = fig.add_gridspec(len(tokens), len(columns))
+    for c, (name, values, label) in enumerate(columns):
+        scale = diff_limit if c == 3 else limit
         for i in range(len(tokens)):
-            ax = axes[r, i]
+            ax = fig.add_subplot(grid[i, c])
             ax.imshow(_grid(values[i].detach()), cmap=DIVERGING, vmin=-scale, vmax=scale, aspect="auto")
             ax.set_xticks([]), ax.set_yticks([])
             for spine in ax.spines.values():
-                spine.set(visible=True, color=PART_COLOURS[name], linewidth=2.5, linestyle="--" if r == 3 else "-")
-            ax.set_xlabel(label(i), fontsize=8, labelpad=2)
-    for r, name in enumerate(["token", "segment", "position", "segment\nminus A"]):
-        axes[r, 0].set_ylabel(name, fontsize=9)  # black text; the frame's colour repeats the part
-    for i, token in enumerate(tokens):
-        axes[0, i].set_title(token, fontsize=9)
+                spine.set(visible=True, color=PART_COLOURS[name], linewidth=2.5, linestyle="--" if c == 3 else "-")
+            ax.set_xlabel(label(i), fontsize=DIAGRAM_TEXT, labelpad=2)
+            if c == 0:  # black text; the frame's colour repeats the part
+                ax.set_ylabel(tokens[i], fontsize=DIAGRAM_TEXT, fontweight="bold", rotation=0, ha="right",
+                              va="center")
+            if i == 0:
+                ax.set_title(["token", "segment", "position", "segment\nminus A"][c], fontsize=DIAGRAM_TEXT)
     if title:
         fig.suptitle(title, fontweight="bold")
     return fig

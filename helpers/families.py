@@ -229,12 +229,13 @@ def family_table(rows: dict[str, tuple[str, InputLayerSummary, str]], view: str 
     return ResultTable(headers, body)
 
 
-def family_input_diagrams(families: dict[str, dict], columns: int = 3, title: str = ""):
+def family_input_diagrams(families: dict[str, dict], columns: int = 1, title: str = ""):
     """One small diagram per model family: its input tables, their sum, norm, projection, and the blocks.
 
     Each value is a dict with keys token, segment, position (a shape string or None), norm, projection (str or
     None), position_enters ("added to the input", "bias on attention logits" or "rotates queries and keys"),
     position_note (str) and blocks (e.g. "post-norm"). Green marks where position information enters.
+    One column by default: a panel 3.8 inches wide keeps its 8-pt labels legible in a phone's column.
 
     Taught in one layer, many families, "The comparison table".
     """
@@ -287,13 +288,11 @@ def family_input_diagrams(families: dict[str, dict], columns: int = 3, title: st
             box(ax, left + 0.15, 1.9, width - 0.3, 1.6, text, PART_COLOURS["position"])
         if spec.get("position_note"):
             ax.text(left + width / 2, 1.35, spec["position_note"], ha="center", va="center", fontsize=8)
-    spare = list(axes.flat)[len(families):]
-    if spare:  # a key to the colours in the first empty panel
-        handles = [FancyBboxPatch((0, 0), 1, 1, fc=PART_COLOURS[part], ec="black", lw=0.8) for part in
-                   ("token", "segment", "position", "other")]
-        handles.append(FancyBboxPatch((0, 0), 1, 1, fc="white", ec=grey, ls="--", lw=0.8))
-        labels = ["token table", "segment table", "position information", "norm, projection", "absent"]
-        spare[0].legend(handles, labels, loc="center", frameon=False, fontsize=9)
+    handles = [FancyBboxPatch((0, 0), 1, 1, fc=PART_COLOURS[part], ec="black", lw=0.8) for part in
+               ("token", "segment", "position", "other")]
+    handles.append(FancyBboxPatch((0, 0), 1, 1, fc="white", ec=grey, ls="--", lw=0.8))
+    labels = ["token table", "segment table", "position information", "norm, projection", "absent"]
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False, fontsize=9)  # the colours' key
     if title:
         fig.suptitle(title, fontweight="bold")
     return fig

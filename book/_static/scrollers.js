@@ -1,16 +1,16 @@
-// Every box in the article that scrolls sideways (code, outputs, display math, tables) can be reached and scrolled
+// Every box in the article that scrolls sideways (code, outputs, math, tables) can be reached and scrolled
 // with the keyboard: it gets tabindex="0", role="region" and a label saying what it holds, and the class "scrolls"
 // (book.css draws the edge shadow that shows more lies to the side). Boxes that fit lose all of it again. The theme
 // (pydata-sphinx-theme) gives code and tables a tab stop, but not display math, and no box a name.
 (() => {
   "use strict";
-  const SELECTOR = ".bd-article pre, .bd-article div.math, .bd-article mjx-container[display='true'], " +
-    ".bd-article .cell_output .output, .bd-article .table-wrapper, .bd-article div.pst-scrollable-table-container";
+  const SELECTOR = ".bd-article pre, .bd-article div.math, .bd-article span.math, .bd-article .cell_output .output, " +
+    ".bd-article .table-wrapper, .bd-article div.pst-scrollable-table-container";
 
   function what(box) {
     if (box.closest(".cell_input")) return "Code";
     if (box.closest(".cell_output")) return "Output";
-    if (box.matches("div.math, mjx-container") || box.closest("div.math")) return "Equation";
+    if (box.matches(".math")) return "Equation";
     if (box.querySelector("table")) return "Table";
     return "Code";
   }
@@ -47,7 +47,6 @@
   window.bookLabelScrollers = label;  // the tests call it after resizing the window
   document.addEventListener("DOMContentLoaded", () => {
     label();
-    window.MathJax?.startup?.promise?.then(label);  // display math has its width once typeset
     window.addEventListener("resize", soon);
   });
   window.addEventListener("load", label);

@@ -20,7 +20,7 @@ MEASURE = """async () => {
   const figures = [...document.querySelectorAll('main img')].filter(img => img.offsetParent && img.naturalWidth)
     .map(img => ({name: img.src.split('/').pop(), drawn: img.width / img.height,
                   natural: img.naturalWidth / img.naturalHeight, size: `${img.width}x${img.height}`}));
-  const boxes = [...document.querySelectorAll('main pre, main mjx-container[display="true"]')]
+  const boxes = [...document.querySelectorAll('main pre, main .bd-article .math')]
     .filter(box => box.offsetParent && box.scrollWidth > 0)
     .map(box => ({text: box.textContent.trim().slice(0, 50),
                   hidden: Math.max(0, box.scrollWidth - box.clientWidth) / box.scrollWidth,
@@ -40,7 +40,6 @@ def measured(browser, book_url):
     for stem in toc_pages():
         tab.set_viewport_size({"width": DESKTOP, "height": 900})
         tab.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
-        tab.evaluate("() => window.MathJax?.startup?.promise")
         for width in sorted(WIDTHS, reverse=True):
             tab.set_viewport_size({"width": width, "height": 900})
             found[stem, width] = tab.evaluate(MEASURE)

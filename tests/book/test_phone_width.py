@@ -31,6 +31,5 @@ def phone(browser):
 def test_no_page_is_wider_than_a_phone(phone, book_url, stem):
     require_built_book()
     phone.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
-    phone.evaluate("() => window.MathJax?.startup?.promise")  # typeset display math has its final width
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"], (width, phone.evaluate(OVERFLOWING, PHONE["width"]))

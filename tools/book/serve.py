@@ -1,6 +1,6 @@
 """`python -m tools.book.serve [PORT]` (make serve): the built book on localhost, gzip-compressed like a good host.
 
-Text files (HTML, CSS, JavaScript, JSON, SVG, the search index, MathJax's fonts are already compressed WOFF2) go out
+Text files (HTML, CSS, JavaScript, JSON, SVG, the search index; the web fonts are already compressed WOFF2) go out
 gzip-encoded to a browser that accepts it; each is compressed once and kept in memory while the server runs.
 """
 

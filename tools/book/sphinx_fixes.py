@@ -6,18 +6,12 @@
 - pydata-sphinx-theme's fontawesome.js (1.5 MB, loaded blocking on every page) is removed: the theme's CSS already
   draws the same icons with Font Awesome's web fonts, which a page fetches only for the icons it shows.
 - The primary sidebar (the book's title and its chapters) becomes a named landmark, so no content is outside one.
-- MathJax loads only on a page whose own text has math (Sphinx also counts the pages a toctree lists), and only
-  the components `mathjax3_config` loads are copied from sphinx-mathjax-offline's package (24 MB in all).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import shutil
 from pathlib import Path
-
-from docutils import nodes
 
 FONTAWESOME_SCRIPT = re.compile(r'\s*<script src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>')
 MARKUP_FIXES = [('class="citation" id=', 'role="listitem" class="citation" id='),
@@ -27,7 +21,6 @@ MARKUP_FIXES = [('class="citation" id=', 'role="listitem" class="citation" id=')
                   ('<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar">',
                    '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar" role="complementary" '
                    'aria-label="Chapters">')]
-MATHJAX_FONTS = "output/chtml/fonts/woff-v2"  # the CommonHTML output's web fonts, fetched per glyph style used
 
 
 def script_key(script) -> tuple:
@@ -44,38 +37,6 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> Non
             seen.add(key)
             unique.append(script)
     context["script_files"] = unique
-
-
-def is_mathjax(script, mathjax_path: str) -> bool:
-    """True for the MathJax script or its configuration."""
-    body = getattr(script, "attributes", {}).get("body", "")
-    return getattr(script, "filename", None) == f"_static/{mathjax_path}" or body.startswith("window.MathJax")
-
-
-def drop_mathjax_without_math(app, pagename, templatename, context, doctree) -> None:
-    """No MathJax on a page whose own doctree has no math."""
-    if doctree is None or next(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block))), None):
-        return
-    context["script_files"] = [s for s in context.get("script_files", []) if not is_mathjax(s, app.config.mathjax_path)]
-
-
-def mathjax_components(config: dict) -> set[str]:
-    """The files (under mathjax/) MathJax's loader fetches for `config`: startup, core, the loaded components."""
-    names = ["startup", "core", "output/chtml/fonts/tex"] + config["loader"]["load"]
-    return {name.replace("[tex]/", "input/tex/extensions/") + ".js" for name in names}
-
-
-def copy_mathjax(app, exception) -> None:
-    """Copy the MathJax components the pages load, and the output's fonts, from sphinx-mathjax-offline's package."""
-    if exception is not None or app.builder.format != "html":
-        return
-    source = Path(importlib.util.find_spec("sphinx-mathjax-offline").origin).parent / "static" / "mathjax"
-    target = Path(app.outdir) / "_static" / "mathjax"
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(source / MATHJAX_FONTS, target / MATHJAX_FONTS)
-    for name in mathjax_components(app.config.mathjax3_config):
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source / name, target / name)
 
 
 def fix_pages(app, exception) -> None:
@@ -97,7 +58,5 @@ def fix_pages(app, exception) -> None:
 def setup(app) -> dict:
     """Register the hooks."""
     app.connect("html-page-context", drop_duplicate_scripts)
-    app.connect("html-page-context", drop_mathjax_without_math, priority=900)  # after sphinx.ext.mathjax adds it
     app.connect("build-finished", fix_pages)
-    app.connect("build-finished", copy_mathjax)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
