@@ -1,8 +1,9 @@
-"""Grading a class: a preflight, then one sandboxed `nbgrader autograde` per new or changed submission, N at a time."""
+"""Grading a class: a preflight, then one sandboxed `nbgrader autograde` per new or changed submission (cluster.py)."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import json
 import os
@@ -12,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -144,6 +144,13 @@ def real_error(log: str) -> str:
 
 
 RUNNING: set[subprocess.Popen] = set()  # the children grading now, stopped at once on Ctrl-C
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork: the child only calls it
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In a grading child, before exec: SIGKILL when its parent ends (a stopped Dask worker leaves no grader)."""
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _stop_children() -> None:
@@ -170,7 +177,8 @@ def grade_student(course_dir: Path, chapter: str, student: str, digest: str, not
         started = time.monotonic()
         # its own session: Ctrl-C reaches the coordinator only, which stops the children itself
         child = subprocess.Popen(command, cwd=ROOT, env=_environment(), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                 preexec_fn=_die_with_parent)
         RUNNING.add(child)
         try:
             out, err = child.communicate(timeout=SUBMISSION_LIMIT)
@@ -208,11 +216,14 @@ def preflight(course_dir: Path, chapter: str) -> None:
 
 
 def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students: list[str] | None = None,
-                regrade_all: bool = False, cell_timeout: int = CELL_TIMEOUT, log=print) -> dict[str, Record]:
-    """Grade the new and changed submissions of a chapter over `workers` sandboxes; return every student's record."""
+                regrade_all: bool = False, cell_timeout: int = CELL_TIMEOUT, log=print, scheduler: str | None = None,
+                progress: bool = False) -> dict[str, Record]:
+    """Grade the new and changed submissions of a chapter on Dask workers; return every student's record."""
     course_dir = Path(course_dir).resolve()
     if not (course_dir / "source" / chapter / f"{chapter}.ipynb").exists():
         raise ExerciseError(f"no assignment {chapter!r} under {course_dir / 'source'}; run `make assignments`")
+    if workers < 1:
+        raise ExerciseError(f"--workers must be 1 or more, not {workers}")
     found = sorted(p.parent.name for p in (course_dir / "submitted").glob(f"*/{chapter}") if p.is_dir())
     students = found if students is None else students
     records = read_records(course_dir, chapter)
@@ -230,26 +241,73 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
         checked[student] = (digest, notes)
     if todo:
         preflight(course_dir, chapter)
-    log(f"{chapter}: grading {len(todo)} submissions over {workers} workers "
+    where = f"the Dask scheduler at {scheduler}" if scheduler else f"{workers} workers"
+    log(f"{chapter}: grading {len(todo)} submissions on {where} "
         f"({len(students) - len(todo)} unchanged or refused)")
     folder = records_dir(course_dir, chapter)
     folder.mkdir(parents=True, exist_ok=True)
     for student in students:  # the refused now; each graded one as soon as it is done, so a stopped run resumes
         if student in records and student not in todo:
             _write_record(folder, records[student])
-    pool = ThreadPoolExecutor(max_workers=max(1, workers))
-    try:
-        jobs = {pool.submit(grade_student, course_dir, chapter, s, *checked[s], cell_timeout): s for s in todo}
-        for job in as_completed(jobs):
-            record = records[jobs[job]] = job.result()
-            _write_record(folder, record)
-            log(f"  {record.student}: {record.status} ({record.seconds:g} s)")
-    except BaseException:  # Ctrl-C or a crash: nothing more starts, the running ones are stopped, none is left
-        pool.shutdown(wait=False, cancel_futures=True)
-        _stop_children()
-        raise
-    pool.shutdown()
+    source = (course_dir / "source" / chapter / f"{chapter}.ipynb").read_text()
+    tasks = [dict(chapter=chapter, student=s, source=source, digest=checked[s][0], notes=checked[s][1],
+                  notebook=(course_dir / "submitted" / s / chapter / f"{chapter}.ipynb").read_text(),
+                  cell_timeout=cell_timeout) for s in todo]
+    bar = _progress_bar(len(todo), chapter, progress)
+    for result in _results(tasks, workers, scheduler):
+        record = Record(**result["record"])
+        if result["notebook"] is not None:  # only the coordinator writes the gradebook
+            from tools.classroom.cluster import save_graded
+
+            failure = save_graded(course_dir, chapter, record.student, result["notebook"])
+            if failure:
+                record = Record(record.student, "not graded", failure, record.flags, record.digest, record.seconds)
+        records[record.student] = record
+        _write_record(folder, record)
+        (bar.write if bar else log)(f"  {record.student}: {record.status} ({record.seconds:g} s)")
+        if bar:
+            bar.update()
+    if bar:
+        bar.close()
     return records
+
+
+def _progress_bar(total: int, chapter: str, shown: bool):
+    """A tqdm bar (count, rate, time left) on stderr, or None."""
+    if not shown or not total:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=chapter, unit="submission", smoothing=0.1)
+
+
+def _results(tasks: list[dict], workers: int, scheduler: str | None):
+    """Each task's result as it finishes: in this process for one local worker, else on Dask; Ctrl-C stops all."""
+    from tools.classroom import cluster
+
+    if not tasks:
+        return
+    if workers == 1 and not scheduler:
+        try:
+            for task in tasks:
+                yield cluster.grade_remote(task)
+        except BaseException:  # Ctrl-C or a crash: the running submission is stopped with its sandbox
+            _stop_children()
+            raise
+        return
+    from distributed import as_completed as completed
+
+    with cluster.open_client(workers, scheduler) as client:
+        futures = [client.submit(cluster.grade_remote, task, key=f"grade-{task['student']}-{task['digest'][:12]}",
+                                 pure=False, retries=0) for task in tasks]
+        try:
+            for future in completed(futures):
+                yield future.result()
+        except BaseException:  # nothing more starts; the running ones end with their sandboxes, on every worker
+            client.cancel(futures)
+            with contextlib.suppress(Exception):
+                client.run(cluster.stop_running)
+            raise
 
 
 def _write_record(folder: Path, record: Record) -> None:
