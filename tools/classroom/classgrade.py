@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import json
 import os
@@ -18,12 +17,11 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, _environment
+from tools.classroom.course import COURSE_ID, _environment, gradebook_url
 from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
 from tools.classroom.grading import check_submission
 from tools.classroom.sandbox import bwrap_problem
 from tools.classroom.schema import ExerciseError
-from tools.environment import ROOT
 
 NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook: its start, the gradebook, writing
 # The outer limit of one submission exceeds everything inside it: the kernel's start, the notebook's own limit (every
@@ -67,8 +65,8 @@ def _digest(course_dir: Path, chapter: str, student: str) -> str:
     return digest.hexdigest()
 
 
-def configure(config, course_dir: Path | str) -> None:
-    """Set nbgrader's grading configuration: the gradebook shared by several graders, Execute in the sandbox."""
+def configure(config, course_dir: Path | str, db_url: str | None = None) -> None:
+    """Set nbgrader's grading configuration: the gradebook (`db_url` or the course's), Execute in the sandbox."""
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
@@ -84,8 +82,7 @@ def configure(config, course_dir: Path | str) -> None:
 
     config.CourseDirectory.root = str(course_dir)
     config.CourseDirectory.course_id = COURSE_ID
-    # several graders share the gradebook: wait for its lock instead of failing
-    config.CourseDirectory.db_url = f"sqlite:///{Path(course_dir) / 'gradebook.db'}?timeout=300"
+    config.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
     config.OverwriteCells.add_missing_cells = True
     config.Execute.startup_timeout = STARTUP_LIMIT
     config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
@@ -94,12 +91,18 @@ def configure(config, course_dir: Path | str) -> None:
     config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
 
 
-def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT):
+def scratch_url(course_dir: Path | str) -> str:
+    """The db_url of a worker's scratch course: its own SQLite file, whatever $BERT_BOOK_GRADEBOOK_URL says."""
+    return f"sqlite:///{Path(course_dir) / 'gradebook.db'}"
+
+
+def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT,
+                    db_url: str | None = None):
     """nbgrader's configuration for one grading run, built here: the course's nbgrader_config.py is not run."""
     from traitlets.config import Config
 
     config = Config()
-    configure(config, course_dir)
+    configure(config, course_dir, db_url)
     if report_path:
         config.SandboxedExecute.report_path = str(report_path)
     config.SandboxedExecute.cell_timeout = cell_timeout
@@ -110,7 +113,8 @@ def _grade_one(course_dir: Path, chapter: str, student: str, report_path: Path, 
     """In a child process: nbgrader autograde for one student, its Execute step in the sandbox."""
     from nbgrader.apps import NbGraderAPI
 
-    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout))
+    # a worker's scratch course: its own SQLite gradebook, never the course's (only the coordinator writes that)
+    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout, scratch_url(course_dir)))
     result = api.autograde(chapter, student, force=True, create=True)
     if not result["success"]:
         print(result.get("error", "") or result.get("log", ""), file=sys.stderr)
@@ -143,49 +147,47 @@ def real_error(log: str) -> str:
     return lines[-1][:300]
 
 
-RUNNING: set[subprocess.Popen] = set()  # the children grading now, stopped at once on Ctrl-C
-_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork: the child only calls it
-PR_SET_PDEATHSIG = 1
+RUNNING: set = set()  # the children grading now (children.Forked or subprocess.Popen), stopped at once on Ctrl-C
 
 
-def _die_with_parent() -> None:
-    """In a grading child, before exec: SIGKILL when its parent ends (a stopped Dask worker leaves no grader)."""
-    _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+def _signal(child, number: int) -> None:
+    """Signal a child's session (its sandbox in it), or the child alone if it has not made its session yet."""
+    try:
+        os.killpg(child.pid, number)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, number)
 
 
 def _stop_children() -> None:
     """End every grading child and its sandbox (bwrap dies with its parent): SIGTERM, then SIGKILL."""
     for child in list(RUNNING):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGTERM)
+        _signal(child, signal.SIGTERM)
     for child in list(RUNNING):
         try:
             child.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
+            _signal(child, signal.SIGKILL)
             child.wait()
 
 
 def grade_student(course_dir: Path, chapter: str, student: str, digest: str, notes: list[str],
                   cell_timeout: int = CELL_TIMEOUT) -> Record:
     """Grade one submission in a child process with a wall-clock limit; its record says how it went."""
+    from tools.classroom import children
+
     with tempfile.TemporaryDirectory(prefix="grade-report-") as folder:
-        report_path = Path(folder) / "report.json"
-        command = [sys.executable, "-m", "tools.classroom.classgrade", str(course_dir), chapter, student,
-                   str(report_path), str(cell_timeout)]
+        report_path, log_path = Path(folder) / "report.json", Path(folder) / "log.txt"
         started = time.monotonic()
-        # its own session: Ctrl-C reaches the coordinator only, which stops the children itself
-        child = subprocess.Popen(command, cwd=ROOT, env=_environment(), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                 preexec_fn=_die_with_parent)
+        child = children.start([str(course_dir), chapter, student, str(report_path), str(cell_timeout)],
+                               _environment(), log_path)
         RUNNING.add(child)
         try:
-            out, err = child.communicate(timeout=SUBMISSION_LIMIT)
-            failure = "" if child.returncode == 0 else f"nbgrader failed: {real_error(out + err)}"
+            code = child.wait(timeout=SUBMISSION_LIMIT)
+            failure = "" if code == 0 else f"nbgrader failed: {real_error(log_path.read_text(errors='replace'))}"
         except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
+            _signal(child, signal.SIGKILL)
+            child.wait()
             failure = f"grading took longer than {SUBMISSION_LIMIT} s"
         finally:
             RUNNING.discard(child)

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import shutil
 import tempfile
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def _scratch_course(chapter: str, source: str) -> Path:
         folder = root / "source" / chapter
         folder.mkdir(parents=True)
         (folder / f"{chapter}.ipynb").write_text(source)
-        result = NbGraderAPI(config=classgrade.nbgrader_config(root)).generate_assignment(chapter, force=True)
+        config = classgrade.nbgrader_config(root, db_url=classgrade.scratch_url(root))
+        result = NbGraderAPI(config=config).generate_assignment(chapter, force=True)
         if not result["success"]:
             raise RuntimeError(f"generate_assignment failed in {root}: {classgrade.real_error(result['log'])}")
         _SCRATCH[key] = root
@@ -86,21 +88,26 @@ def save_graded(course_dir: Path, chapter: str, student: str, notebook: str) -> 
             ReplayOutputs if step.__name__ == "SandboxedExecute" else step
             for step in config.Autograde.autograde_preprocessors]
         config.ReplayOutputs.executed_path = str(path)
-        result = NbGraderAPI(config=config).autograde(chapter, student, force=True, create=True)
+        with warnings.catch_warnings():  # nbgrader's own SQLAlchemy warnings about its session: not ours to fix
+            warnings.simplefilter("ignore")
+            result = NbGraderAPI(config=config).autograde(chapter, student, force=True, create=True)
     return "" if result["success"] else f"saving into the gradebook failed: {classgrade.real_error(result['log'])}"
 
 
 @contextlib.contextmanager
 def open_client(workers: int, scheduler: str | None = None):
     """A Dask client: on the scheduler at `scheduler`, or on a local cluster of `workers` processes, 1 thread each."""
+    import dask
     from distributed import Client, LocalCluster
 
     if scheduler:
         with Client(scheduler) as client:
             yield client
         return
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=40) as cluster, Client(cluster) as client:
+    # not daemonic: a worker forks each submission's grading child from its warm server (children.py)
+    with dask.config.set({"distributed.worker.daemon": False}), \
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                         silence_logs=40) as cluster, Client(cluster) as client:
         yield client
 
 
