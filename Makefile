@@ -152,9 +152,11 @@ $(TEACHER_STAMP): $(STAMP) requirements-teacher.txt
 	$(PY) -m pip install --quiet -r requirements-teacher.txt
 	touch $@
 
-# nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/; see book/teachers.md.
+# nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/, or under
+# COURSE_DIR=DIR (make assignments COURSE_DIR=~/bert-course); see book/teachers.md.
+COURSE_ARG = $(if $(COURSE_DIR),--course-dir $(COURSE_DIR))
 assignments: $(TEACHER_STAMP)
-	python -m tools.classroom assignments
+	python -m tools.classroom assignments $(COURSE_ARG)
 
 .PHONY: bench
 # Time the floor (every notebook once), a clean and a no-change `make book`, nbval and `make test`:
@@ -164,11 +166,11 @@ bench: $(DEV_STAMP)
 
 .PHONY: grade
 # Grade a chapter's new and changed submissions, each in a bubblewrap sandbox, on WORKERS local Dask workers
-# (book/teachers.md): make grade CHAPTER=token_embeddings WORKERS=2
+# (book/teachers.md): make grade CHAPTER=token_embeddings WORKERS=2 [COURSE_DIR=DIR]
 WORKERS ?= 2
 grade: $(TEACHER_STAMP)
 	@test -n "$(CHAPTER)" || { echo "make grade: say which chapter, e.g. make grade CHAPTER=token_embeddings"; exit 2; }
-	python -m tools.classroom grade $(CHAPTER) --workers $(WORKERS)
+	python -m tools.classroom grade $(CHAPTER) --workers $(WORKERS) $(COURSE_ARG)
 
 .PHONY: dist
 # The helpers package as a wheel and an sdist in dist/, built offline with the venv's setuptools (build/ is its
