@@ -106,8 +106,9 @@ def open_client(workers: int, scheduler: str | None = None):
         return
     # not daemonic: a worker forks each submission's grading child from its warm server (children.py)
     with dask.config.set({"distributed.worker.daemon": False}), \
-            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                         silence_logs=40) as cluster, Client(cluster) as client:
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", silence_logs=40,
+                         dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
+            Client(cluster) as client:  # no dashboard; the scheduler's HTTP server on a free local port
         yield client
 
 
