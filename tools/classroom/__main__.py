@@ -127,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     except ExerciseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the running submissions were stopped; each finished one has its record
+        print("stopped: the submissions graded so far keep their records; run the command again to grade the rest",
+              file=sys.stderr)
+        return 130
     return 0
 
 
