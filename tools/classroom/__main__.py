@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--book-dir", type=Path, default=BOOK_DIR)
         command.add_argument("--teachers-page", type=Path, default=TEACHERS_PAGE)
     for name in ("grade", "autograde"):
-        grade = commands.add_parser(name, help="grade new and changed submissions, each in a sandbox, N at a time")
+        grade = commands.add_parser(name, help="grade new and changed submissions, each in a sandbox, on Dask workers")
         grade.add_argument("chapter")
         grade.add_argument("--student", action="append", help="only this student (repeatable)")
         grade.add_argument("--workers", type=int, default=2,
