@@ -35,7 +35,7 @@ $(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
 
 # What the tests and the classroom tools add (axe-core for the accessibility test: npm, pinned by its lock file).
 AXE := tests/book/axe
-$(DEV_STAMP): $(STAMP) requirements-dev.txt $(AXE)/package-lock.json
+$(DEV_STAMP): $(STAMP) requirements-dev.txt requirements-teacher.txt $(AXE)/package-lock.json
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@command -v npm > /dev/null || { echo "make: npm is not installed (Debian/Ubuntu: apt-get install nodejs npm)"; exit 1; }
 	npm ci --prefix $(AXE) --no-audit --no-fund --silent
@@ -151,20 +151,22 @@ $(PDF_BUILT): $(DEV_STAMP) $(BOOK_BUILT)
 	touch $@
 
 .PHONY: teacher assignments
-# What a teacher needs (book/teachers.md): the reader's environment and nbgrader, pinned in requirements-dev.txt;
+# What a teacher needs (book/teachers.md): the reader's environment, nbgrader, Dask and tqdm (requirements-teacher.txt);
 # not the test tools (pytest, npm, axe-core). Grading also needs bubblewrap (apt-get install bubblewrap).
 TEACHER_STAMP := $(VENV)/.installed-teacher
 teacher: $(TEACHER_STAMP)
 	@command -v bwrap > /dev/null || echo "make teacher: grading needs bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 	@echo "Ready: source $(VENV)/bin/activate, then follow book/teachers.md from this folder."
 
-$(TEACHER_STAMP): $(STAMP) requirements-dev.txt
-	$(PY) -m pip install --quiet "$$(grep -E '^nbgrader==' requirements-dev.txt)"
+$(TEACHER_STAMP): $(STAMP) requirements-teacher.txt
+	$(PY) -m pip install --quiet -r requirements-teacher.txt
 	touch $@
 
-# nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/; see book/teachers.md.
+# nbgrader assignments from exercises/ (student versions, LMS zips, gradebook) under _build/assignments/, or under
+# COURSE_DIR=DIR (make assignments COURSE_DIR=~/bert-course); see book/teachers.md.
+COURSE_ARG = $(if $(COURSE_DIR),--course-dir $(COURSE_DIR))
 assignments: $(TEACHER_STAMP)
-	python -m tools.classroom assignments
+	python -m tools.classroom assignments $(COURSE_ARG)
 
 .PHONY: bench
 # Time the floor (every notebook once), a clean and a no-change `make book`, nbval and `make test`:
@@ -173,12 +175,12 @@ bench: $(DEV_STAMP)
 	python -m tools.bench
 
 .PHONY: grade
-# Grade a chapter's new and changed submissions, each in a bubblewrap sandbox, WORKERS at a time (book/teachers.md):
-# make grade CHAPTER=token_embeddings WORKERS=2
+# Grade a chapter's new and changed submissions, each in a bubblewrap sandbox, on WORKERS local Dask workers
+# (book/teachers.md): make grade CHAPTER=token_embeddings WORKERS=2 [COURSE_DIR=DIR]
 WORKERS ?= 2
 grade: $(TEACHER_STAMP)
 	@test -n "$(CHAPTER)" || { echo "make grade: say which chapter, e.g. make grade CHAPTER=token_embeddings"; exit 2; }
-	python -m tools.classroom grade $(CHAPTER) --workers $(WORKERS)
+	python -m tools.classroom grade $(CHAPTER) --workers $(WORKERS) $(COURSE_ARG)
 
 .PHONY: dist
 # The helpers package as a wheel and an sdist in dist/, built offline with the venv's setuptools (build/ is its

@@ -1,4 +1,5 @@
-"""Records per submission as they finish: an interrupted class run resumes, and leaves no grading process behind."""
+"""Records per submission as they finish: an interrupted class run resumes, and leaves no grading process behind;
+what a worker returns is replayed into the gradebook only if it is the submission's notebook."""
 
 from __future__ import annotations
 
@@ -69,3 +70,30 @@ def test_the_reason_is_the_real_error_not_nbgrader_wrapper():
            "nbgrader.utils.NbGraderException: Please see the above traceback for details on the specific errors\n")
     assert real_error(log) == ("nbgrader.preprocessors.base.ValidationError: cell tok-pad-row-test-1 has points but "
                                "is not a grade cell")
+
+
+def test_a_worker_count_below_one_is_refused_with_what_to_pass(course):
+    from tools.classroom.schema import ExerciseError
+
+    with pytest.raises(ExerciseError, match="--workers must be 1 or more, not 0"):
+        grade_class(course, MAIN, workers=0, log=lambda line: None)
+
+
+def test_a_notebook_from_a_worker_with_other_cells_is_not_saved_as_grades(course, tmp_path):
+    """The replay checks the worker's notebook cell by cell against nbgrader's sanitized submission."""
+    import nbformat
+
+    from tools.classroom.cluster import ReplayOutputs
+
+    notebook = released(course, MAIN)
+    other = released(course, MAIN)
+    other.cells[-1].source += "\n# a cell the student never had"
+    nbformat.write(other, tmp_path / "ran.ipynb")
+    with pytest.raises(ValueError, match="other cells than the submission"):
+        ReplayOutputs(executed_path=str(tmp_path / "ran.ipynb")).preprocess(notebook, {})
+    same = released(course, MAIN)
+    code = next(cell for cell in same.cells if cell.cell_type == "code")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="ran on a worker\n")]
+    nbformat.write(same, tmp_path / "ran.ipynb")
+    replayed, _ = ReplayOutputs(executed_path=str(tmp_path / "ran.ipynb")).preprocess(released(course, MAIN), {})
+    assert next(cell for cell in replayed.cells if cell.cell_type == "code").outputs == code.outputs

@@ -28,6 +28,19 @@ def _print_scores(chapter_name: str, scores: dict[str, dict]) -> None:
         print(f"  {student:20} {auto:>12} {total:>12}  {'pending' if score['needs_manual_grade'] else 'done'}")
 
 
+def _print_summary(records: list) -> None:
+    """How many submissions got each status; for the others, each reason with its count."""
+    print("summary: " + ", ".join(f"{sum(r.status == status for r in records)} {status}"
+                                  for status in ("graded", "partly graded", "not graded", "refused")))
+    reasons: dict[tuple[str, str], int] = {}
+    for record in records:
+        if record.status != "graded":
+            key = (record.status, record.reason[:150])
+            reasons[key] = reasons.get(key, 0) + 1
+    for (status, reason), count in sorted(reasons.items()):
+        print(f"  {count:4} {status}: {reason}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; return the exit status: 0 done, 1 problems found, 2 an exercise file or course is wrong."""
     parser = argparse.ArgumentParser(prog="python -m tools.classroom", description=tools.classroom.__doc__)
@@ -40,10 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--book-dir", type=Path, default=BOOK_DIR)
         command.add_argument("--teachers-page", type=Path, default=TEACHERS_PAGE)
     for name in ("grade", "autograde"):
-        grade = commands.add_parser(name, help="grade new and changed submissions, each in a sandbox, N at a time")
+        grade = commands.add_parser(name, help="grade new and changed submissions, each in a sandbox, on Dask workers")
         grade.add_argument("chapter")
         grade.add_argument("--student", action="append", help="only this student (repeatable)")
-        grade.add_argument("--workers", type=int, default=2, help="sandboxes at a time (default 2)")
+        grade.add_argument("--workers", type=int, default=2,
+                           help="local Dask worker processes, one sandbox each (default 2; 1: no Dask)")
+        grade.add_argument("--scheduler", help="the address of a Dask scheduler whose workers grade (a cluster)")
         grade.add_argument("--all", action="store_true", help="grade unchanged submissions again too")
         grade.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help="seconds per answer or test cell")
         grade.add_argument("--course-dir", type=Path, default=COURSE_DIR)
@@ -80,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if problems else 0
         elif args.command in ("grade", "autograde"):
             records = grade_class(args.course_dir, args.chapter, args.workers, args.student, args.all,
-                                  args.cell_timeout)
+                                  args.cell_timeout, scheduler=args.scheduler, progress=True)
             print(f"{'student':20} {'status':14} reason")
             for student, record in sorted(records.items()):
                 if args.student and student not in args.student:
@@ -91,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             _print_scores(args.chapter, {s: v for s, v in read_scores(args.course_dir, args.chapter).items()
                                          if records.get(s) and records[s].status in ("graded", "partly graded")})
             asked = [r for s, r in records.items() if not args.student or s in args.student]
+            _print_summary(asked)
             return 0 if all(r.status == "graded" for r in asked) else 1
         elif args.command == "grade-one":
             results = grade_one(args.course_dir, args.chapter, args.notebook, args.output, args.student,
@@ -111,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     except ExerciseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the running submissions were stopped; each finished one has its record
+        print("stopped: the submissions graded so far keep their records; run the command again to grade the rest",
+              file=sys.stderr)
+        return 130
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Grading a class: a preflight, then one sandboxed `nbgrader autograde` per new or changed submission, N at a time."""
+"""Grading a class: a preflight, then one sandboxed `nbgrader autograde` per new or changed submission (cluster.py)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, _environment
+from tools.classroom.course import COURSE_ID, _environment, gradebook_url
 from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
 from tools.classroom.grading import check_submission
 from tools.classroom.sandbox import bwrap_problem
 from tools.classroom.schema import ExerciseError
-from tools.environment import ROOT
 
 NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook: its start, the gradebook, writing
 # The outer limit of one submission exceeds everything inside it: the kernel's start, the notebook's own limit (every
@@ -67,8 +65,8 @@ def _digest(course_dir: Path, chapter: str, student: str) -> str:
     return digest.hexdigest()
 
 
-def configure(config, course_dir: Path | str) -> None:
-    """Set nbgrader's grading configuration: the gradebook shared by several graders, Execute in the sandbox."""
+def configure(config, course_dir: Path | str, db_url: str | None = None) -> None:
+    """Set nbgrader's grading configuration: the gradebook (`db_url` or the course's), Execute in the sandbox."""
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
@@ -84,8 +82,7 @@ def configure(config, course_dir: Path | str) -> None:
 
     config.CourseDirectory.root = str(course_dir)
     config.CourseDirectory.course_id = COURSE_ID
-    # several graders share the gradebook: wait for its lock instead of failing
-    config.CourseDirectory.db_url = f"sqlite:///{Path(course_dir) / 'gradebook.db'}?timeout=300"
+    config.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
     config.OverwriteCells.add_missing_cells = True
     config.Execute.startup_timeout = STARTUP_LIMIT
     config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
@@ -94,12 +91,18 @@ def configure(config, course_dir: Path | str) -> None:
     config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
 
 
-def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT):
+def scratch_url(course_dir: Path | str) -> str:
+    """The db_url of a worker's scratch course: its own SQLite file, whatever $BERT_BOOK_GRADEBOOK_URL says."""
+    return f"sqlite:///{Path(course_dir) / 'gradebook.db'}"
+
+
+def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT,
+                    db_url: str | None = None):
     """nbgrader's configuration for one grading run, built here: the course's nbgrader_config.py is not run."""
     from traitlets.config import Config
 
     config = Config()
-    configure(config, course_dir)
+    configure(config, course_dir, db_url)
     if report_path:
         config.SandboxedExecute.report_path = str(report_path)
     config.SandboxedExecute.cell_timeout = cell_timeout
@@ -110,7 +113,8 @@ def _grade_one(course_dir: Path, chapter: str, student: str, report_path: Path, 
     """In a child process: nbgrader autograde for one student, its Execute step in the sandbox."""
     from nbgrader.apps import NbGraderAPI
 
-    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout))
+    # a worker's scratch course: its own SQLite gradebook, never the course's (only the coordinator writes that)
+    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout, scratch_url(course_dir)))
     result = api.autograde(chapter, student, force=True, create=True)
     if not result["success"]:
         print(result.get("error", "") or result.get("log", ""), file=sys.stderr)
@@ -143,41 +147,47 @@ def real_error(log: str) -> str:
     return lines[-1][:300]
 
 
-RUNNING: set[subprocess.Popen] = set()  # the children grading now, stopped at once on Ctrl-C
+RUNNING: set = set()  # the children grading now (children.Forked or subprocess.Popen), stopped at once on Ctrl-C
+
+
+def _signal(child, number: int) -> None:
+    """Signal a child's session (its sandbox in it), or the child alone if it has not made its session yet."""
+    try:
+        os.killpg(child.pid, number)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, number)
 
 
 def _stop_children() -> None:
     """End every grading child and its sandbox (bwrap dies with its parent): SIGTERM, then SIGKILL."""
     for child in list(RUNNING):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGTERM)
+        _signal(child, signal.SIGTERM)
     for child in list(RUNNING):
         try:
             child.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
+            _signal(child, signal.SIGKILL)
             child.wait()
 
 
 def grade_student(course_dir: Path, chapter: str, student: str, digest: str, notes: list[str],
                   cell_timeout: int = CELL_TIMEOUT) -> Record:
     """Grade one submission in a child process with a wall-clock limit; its record says how it went."""
+    from tools.classroom import children
+
     with tempfile.TemporaryDirectory(prefix="grade-report-") as folder:
-        report_path = Path(folder) / "report.json"
-        command = [sys.executable, "-m", "tools.classroom.classgrade", str(course_dir), chapter, student,
-                   str(report_path), str(cell_timeout)]
+        report_path, log_path = Path(folder) / "report.json", Path(folder) / "log.txt"
         started = time.monotonic()
-        # its own session: Ctrl-C reaches the coordinator only, which stops the children itself
-        child = subprocess.Popen(command, cwd=ROOT, env=_environment(), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+        child = children.start([str(course_dir), chapter, student, str(report_path), str(cell_timeout)],
+                               _environment(), log_path)
         RUNNING.add(child)
         try:
-            out, err = child.communicate(timeout=SUBMISSION_LIMIT)
-            failure = "" if child.returncode == 0 else f"nbgrader failed: {real_error(out + err)}"
+            code = child.wait(timeout=SUBMISSION_LIMIT)
+            failure = "" if code == 0 else f"nbgrader failed: {real_error(log_path.read_text(errors='replace'))}"
         except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
+            _signal(child, signal.SIGKILL)
+            child.wait()
             failure = f"grading took longer than {SUBMISSION_LIMIT} s"
         finally:
             RUNNING.discard(child)
@@ -208,11 +218,14 @@ def preflight(course_dir: Path, chapter: str) -> None:
 
 
 def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students: list[str] | None = None,
-                regrade_all: bool = False, cell_timeout: int = CELL_TIMEOUT, log=print) -> dict[str, Record]:
-    """Grade the new and changed submissions of a chapter over `workers` sandboxes; return every student's record."""
+                regrade_all: bool = False, cell_timeout: int = CELL_TIMEOUT, log=print, scheduler: str | None = None,
+                progress: bool = False) -> dict[str, Record]:
+    """Grade the new and changed submissions of a chapter on Dask workers; return every student's record."""
     course_dir = Path(course_dir).resolve()
     if not (course_dir / "source" / chapter / f"{chapter}.ipynb").exists():
         raise ExerciseError(f"no assignment {chapter!r} under {course_dir / 'source'}; run `make assignments`")
+    if workers < 1:
+        raise ExerciseError(f"--workers must be 1 or more, not {workers}")
     found = sorted(p.parent.name for p in (course_dir / "submitted").glob(f"*/{chapter}") if p.is_dir())
     students = found if students is None else students
     records = read_records(course_dir, chapter)
@@ -230,26 +243,73 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
         checked[student] = (digest, notes)
     if todo:
         preflight(course_dir, chapter)
-    log(f"{chapter}: grading {len(todo)} submissions over {workers} workers "
+    where = f"the Dask scheduler at {scheduler}" if scheduler else f"{workers} workers"
+    log(f"{chapter}: grading {len(todo)} submissions on {where} "
         f"({len(students) - len(todo)} unchanged or refused)")
     folder = records_dir(course_dir, chapter)
     folder.mkdir(parents=True, exist_ok=True)
     for student in students:  # the refused now; each graded one as soon as it is done, so a stopped run resumes
         if student in records and student not in todo:
             _write_record(folder, records[student])
-    pool = ThreadPoolExecutor(max_workers=max(1, workers))
-    try:
-        jobs = {pool.submit(grade_student, course_dir, chapter, s, *checked[s], cell_timeout): s for s in todo}
-        for job in as_completed(jobs):
-            record = records[jobs[job]] = job.result()
-            _write_record(folder, record)
-            log(f"  {record.student}: {record.status} ({record.seconds:g} s)")
-    except BaseException:  # Ctrl-C or a crash: nothing more starts, the running ones are stopped, none is left
-        pool.shutdown(wait=False, cancel_futures=True)
-        _stop_children()
-        raise
-    pool.shutdown()
+    source = (course_dir / "source" / chapter / f"{chapter}.ipynb").read_text()
+    tasks = [dict(chapter=chapter, student=s, source=source, digest=checked[s][0], notes=checked[s][1],
+                  notebook=(course_dir / "submitted" / s / chapter / f"{chapter}.ipynb").read_text(),
+                  cell_timeout=cell_timeout) for s in todo]
+    bar = _progress_bar(len(todo), chapter, progress)
+    for result in _results(tasks, workers, scheduler):
+        record = Record(**result["record"])
+        if result["notebook"] is not None:  # only the coordinator writes the gradebook
+            from tools.classroom.cluster import save_graded
+
+            failure = save_graded(course_dir, chapter, record.student, result["notebook"])
+            if failure:
+                record = Record(record.student, "not graded", failure, record.flags, record.digest, record.seconds)
+        records[record.student] = record
+        _write_record(folder, record)
+        (bar.write if bar else log)(f"  {record.student}: {record.status} ({record.seconds:g} s)")
+        if bar:
+            bar.update()
+    if bar:
+        bar.close()
     return records
+
+
+def _progress_bar(total: int, chapter: str, shown: bool):
+    """A tqdm bar (count, rate, time left) on stderr, or None."""
+    if not shown or not total:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=chapter, unit="submission", smoothing=0.1)
+
+
+def _results(tasks: list[dict], workers: int, scheduler: str | None):
+    """Each task's result as it finishes: in this process for one local worker, else on Dask; Ctrl-C stops all."""
+    from tools.classroom import cluster
+
+    if not tasks:
+        return
+    if workers == 1 and not scheduler:
+        try:
+            for task in tasks:
+                yield cluster.grade_remote(task)
+        except BaseException:  # Ctrl-C or a crash: the running submission is stopped with its sandbox
+            _stop_children()
+            raise
+        return
+    from distributed import as_completed as completed
+
+    with cluster.open_client(workers, scheduler) as client:
+        futures = [client.submit(cluster.grade_remote, task, key=f"grade-{task['student']}-{task['digest'][:12]}",
+                                 pure=False, retries=0) for task in tasks]
+        try:
+            for future in completed(futures):
+                yield future.result()
+        except BaseException:  # nothing more starts; the running ones end with their sandboxes, on every worker
+            client.cancel(futures)
+            with contextlib.suppress(Exception):
+                client.run(cluster.stop_running)
+            raise
 
 
 def _write_record(folder: Path, record: Record) -> None:

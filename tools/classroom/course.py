@@ -17,6 +17,7 @@ from tools.environment import ROOT, offline_environment
 
 COURSE_DIR = ROOT / "_build" / "assignments"
 COURSE_ID = "bert-first-vectors"
+GRADEBOOK_URL = "BERT_BOOK_GRADEBOOK_URL"  # a server database shared by graders, as nbgrader's db_url (teachers.md)
 NOTEBOOK_METADATA = {
     "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
     "language_info": {"name": "python"},
@@ -138,6 +139,12 @@ STUDENT_README = """# {title}: assignment `{name}`
 2. Answer every exercise in its cell; the cell after it checks your answer (more checks are hidden).
 3. Run *Kernel → Restart & Run All*, save, and hand in `{name}.ipynb` under this exact name.
 """
+
+
+def gradebook_url(course_dir: Path | str) -> str:
+    """nbgrader's db_url of a course: $BERT_BOOK_GRADEBOOK_URL where set, else the course's own SQLite file."""
+    # several graders share the SQLite file: each waits for its lock (300 s) instead of failing
+    return os.environ.get(GRADEBOOK_URL) or f"sqlite:///{Path(course_dir) / 'gradebook.db'}?timeout=300"
 
 
 def _environment() -> dict[str, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, run_nbgrader
+from tools.classroom.course import COURSE_ID, gradebook_url, run_nbgrader
 from tools.classroom.schema import Chapter, ExerciseError
 
 
@@ -100,11 +100,11 @@ def read_scores(course_dir: Path | str, chapter_name: str) -> dict[str, dict]:
 
     course_dir = Path(course_dir)
     scores = {}
-    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", COURSE_ID) as gradebook:
+    with Gradebook(gradebook_url(course_dir), COURSE_ID) as gradebook:
         try:
             assignment = gradebook.find_assignment(chapter_name)
         except MissingEntry:
-            raise ExerciseError(f"no assignment {chapter_name!r} in {course_dir / 'gradebook.db'}; run "
+            raise ExerciseError(f"no assignment {chapter_name!r} in the gradebook of {course_dir}; run "
                                 "`make assignments` first") from None
         for submission in assignment.submissions:
             grades = {grade.name: grade for notebook in submission.notebooks for grade in notebook.grades}
