@@ -126,8 +126,12 @@ class SandboxedExecute(Execute):
         finally:
             self.nb.cells[index] = kept
             self._grader_cell = False
-        errors = [out for out in cell.outputs if out.get("output_type") == "error"]
-        return f"the student's kernel did not answer ({errors[0].get('ename')})" if errors else None
+        errors = [out.get("ename") for out in cell.outputs if out.get("output_type") == "error"]
+        if "CellTimeoutError" in errors:
+            if _grade_id(kept) not in self._report["timeouts"]:
+                self._report["timeouts"].append(_grade_id(kept))
+            return f"the student's code ran past the cell's time limit of {self.timeout} s"
+        return f"the student's kernel did not answer ({errors[0]})" if errors else None
 
     def _run(self, nb, resources, km, report, started) -> None:
         NotebookClient.__init__(self, nb, km)  # as nbconvert's ExecutePreprocessor.preprocess does
@@ -158,7 +162,7 @@ class SandboxedExecute(Execute):
                     count += 1
                     cell.execution_count = count
                     report["seconds"][grade_id] = round(time.monotonic() - tick, 2)
-                    if result.get("timed_out"):
+                    if result.get("timed_out") and grade_id not in report["timeouts"]:
                         report["timeouts"].append(grade_id)
                     if self._dead:
                         stopped = (f"the kernel died (it crashed, exited, or ran out of memory at the cap of "
