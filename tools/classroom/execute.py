@@ -164,9 +164,11 @@ class SandboxedExecute(Execute):
                     report["seconds"][grade_id] = round(time.monotonic() - tick, 2)
                     if result.get("timed_out") and grade_id not in report["timeouts"]:
                         report["timeouts"].append(grade_id)
-                    if self._dead:
+                    if self._dead:  # this cell's checks did not finish: it is not graded, like those after it
                         stopped = (f"the kernel died (it crashed, exited, or ran out of memory at the cap of "
                                    f"{self.memory_mb} MiB) while {grade_id} called the student's code")
+                        _not_graded(cell, stopped)
+                        report["not_graded"].append(grade_id)
                     continue
                 limit = self.setup_timeout if grade_id in SLOW_CELLS else self.cell_timeout
                 self.timeout = int(max(1, min(limit, left)))
