@@ -57,10 +57,11 @@ def graded_class(bwrap, course, tmp_path_factory):
     records = grade_class(root, MAIN, workers=2, cell_timeout=CELL_TIMEOUT, log=lambda line: None)
     seconds = time.monotonic() - started
     print(f"\nsimulated class of {len(students)}: {seconds:.0f} s over 2 workers")
+    scores = read_scores(root, MAIN)
     for student, record in sorted(records.items()):
-        print(f"  {student:18} {record.status:14} {record.seconds:6.1f} s  {record.reason[:70]}")
-    return SimpleNamespace(root=root, kinds=students, records=records, scores=read_scores(root, MAIN),
-                           config=config)
+        points = scores.get(student, {}).get("auto_score", "-")
+        print(f"  {student:24} {record.status:14} {points!s:>4} {record.seconds:6.1f} s  {record.reason[:60]}")
+    return SimpleNamespace(root=root, kinds=students, records=records, scores=scores, config=config)
 
 
 @pytest.mark.parametrize("student", list(kinds(Path("/course"))))
