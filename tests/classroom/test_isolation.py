@@ -61,7 +61,8 @@ def test_subclasses_and_objects_stay_in_the_kernel(value):
 
 @pytest.mark.parametrize("tree", [
     {"pickle": "gASVAAAAAAAAAAB9lC4="}, {"list": [1], "tuple": [2]}, {"tensor": "missing"},
-    {"numpy": ["object", 1]}, {"dict": [[{"list": [1]}, 2]]}, {"handle": "0"},
+    {"numpy": ["object", 1]}, {"dict": [[{"list": [1]}, 2]]}, {"dict": [[{"tuple": [{"list": []}]}, 2]]},
+    {"handle": "0"},
     json.loads("[" * 50 + "]" * 50),
 ])
 def test_anything_outside_the_schema_is_refused(tree):

@@ -111,7 +111,10 @@ def decode(text: bytes, tensor_bytes: bytes):
             return Unsupported(body)
         raise WireError(f"the kernel's reply has a malformed {tag!r} entry")
 
-    return build(tree, 0)
+    try:
+        return build(tree, 0)
+    except (TypeError, RecursionError):  # an unhashable key, or nesting past Python's own limit
+        raise WireError("the kernel's reply does not follow the grader's schema") from None
 
 
 def _key(key):
