@@ -35,6 +35,10 @@ def _pids_cgroup(scratch: Path) -> Path | None:
     """A pids cgroup capped at PROCESS_LIMIT for one sandbox, where this process may make one; else None."""
     parent = CGROUP_PIDS if (CGROUP_PIDS / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
     group = parent / f"bert-book-{scratch.name}"
+    for stale in parent.glob("bert-book-*"):  # groups whose sandbox is gone (its scratch folder deleted), emptied
+        if not (scratch.parent / stale.name.removeprefix("bert-book-")).exists():
+            with contextlib.suppress(OSError):
+                stale.rmdir()
     try:
         group.mkdir(exist_ok=True)
         (group / "pids.max").write_text(str(PROCESS_LIMIT))
