@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -118,6 +119,7 @@ def trusted():
     tests.start("import torch\nmodel = torch.nn.Linear(2, 2)\n", 300)
     yield tests
     tests.close()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.mark.parametrize(("name", "status"), [("good", "passed"), ("cheat", "visible"), ("wrong", "hidden")])
@@ -162,4 +164,5 @@ def test_the_process_cap_binds_here():
                                 text=True, timeout=120)
     finally:
         sandbox.release(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
     assert 0 < int(result.stdout) < sandbox.PROCESS_LIMIT, result.stdout + result.stderr

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
@@ -48,10 +49,17 @@ def _pids_cgroup(scratch: Path) -> Path | None:
 
 
 def release(scratch: Path) -> None:
-    """Remove the pids cgroup of a sandbox, once its processes are gone."""
+    """Remove the pids cgroup of a sandbox, once its processes are gone (up to 2 s; else the next sandbox does)."""
     for parent in (CGROUP_PIDS, Path("/sys/fs/cgroup")):
-        with contextlib.suppress(OSError):
-            (parent / f"bert-book-{scratch.name}").rmdir()
+        group = parent / f"bert-book-{scratch.name}"
+        for _ in range(20):
+            try:
+                group.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # busy: the sandbox's last processes are still exiting
+                time.sleep(0.1)
 
 
 def process_cap(scratch: Path) -> tuple[list[str], str]:
