@@ -1,7 +1,8 @@
 """Cheats from issue 32, written into a course as submissions: `python -m tests.classroom.attacks COURSE_DIR`.
 
-Each earns, against a grader that runs the hidden checks in the student's kernel, more than the blank notebook and
-more than the same wrong answer without the trick. Used to measure the attack table of the closing note.
+Each earned, against a grader that ran the hidden checks in the student's kernel, more than the blank notebook and
+more than the same wrong answer without the trick (BASELINE names that answer). tests/classroom/test_sandbox.py
+grades them with the simulated class and checks that none earns more than its baseline.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from tests.classroom.simulated import CHAPTER, FAKE_TORCH, FIFTH, PAD, WORDPIECE
 from tools.classroom.grading import fill_answers
 
 WRONG_NORM = "pad_id = tokenizer.pad_token_id\npad_norm = 0.0\n"
+# An ipykernel_launcher.py beside the notebook: were it on the kernel's path, it would be the kernel.
+LAUNCHER = ("import builtins\nbuiltins.abs = lambda x: 0\n"
+            "from ipykernel import kernelapp\nkernelapp.launch_new_instance()\n")
 ATTACKS = {
     "blank": ({}, {}),
     "honest": (solutions(), {}),
@@ -40,14 +44,30 @@ ATTACKS = {
                     FIFTH.id: "class S(float):\n    __le__ = lambda s, o: True\n    __ge__ = lambda s, o: True\n"
                               "return S(0.5)"}, {}),
     "output-bomb": (with_answer(PAD, PAD.solution + "for _ in range(100000):\n    print('x' * 1000)"), {}),
+    # the same wrong values as `subclasses`, plain: the baseline it is measured against
+    "plain-wrong": ({PAD.id: "pad_id, pad_norm = 7, 3.0", WORDPIECE.id: "return []", FIFTH.id: "return 0.5"}, {}),
+    "pad-five": (with_answer(PAD, "pad_id, pad_norm = 5, float(table[5].norm())"), {}),
+    "config-edit": (with_answer(PAD, "pad_id, pad_norm = 5, float(table[5].norm())\nmodel.config.pad_token_id = 5\n"
+                                "tokenizer.pad_token = tokenizer.convert_ids_to_tokens(5)"), {}),
+    "post-run-hook": (with_answer(PAD, WRONG_NORM + "import builtins\nget_ipython().events.register("
+                                  "'post_run_cell', lambda result: setattr(builtins, 'abs', lambda x: 0))"), {}),
+    "extra-launcher": (with_answer(PAD, WRONG_NORM), {"ipykernel_launcher.py": LAUNCHER}),
+    # children that sleep: the pids cap stops the forks, the answer's cell fails, the grader and the rest go on
+    "fork-bomb": (with_answer(FIFTH, "import os, time\nfor _ in range(100000):\n    if os.fork() == 0:\n"
+                                     "        time.sleep(30)\n        os._exit(0)\nreturn 0.0"), {}),
 }
+# The honest submission each attack builds on: it must earn no more than that one.
+BASELINE = {"code-object": "pad-five", "abs-rebound": "wrong-norm", "torch-rebound": "wrong-norm",
+            "run-cell-hook": "wrong-norm", "extra-torch-py": "wrong-norm", "sklearn-patched": "zero-share",
+            "subclasses": "plain-wrong", "config-edit": "pad-five", "post-run-hook": "wrong-norm",
+            "extra-launcher": "wrong-norm", "fork-bomb": "zero-share", "output-bomb": "honest"}
 
 
-def submit_attacks(course: Path) -> None:
-    """Write every attack under submitted/<attack>/<chapter>/."""
+def submit_attacks(course: Path, prefix: str = "") -> None:
+    """Write every attack under submitted/<prefix><attack>/<chapter>/."""
     released = nbformat.read(course / "release" / CHAPTER.name / f"{CHAPTER.name}.ipynb", as_version=4)
     for student, (answers, files) in ATTACKS.items():
-        folder = course / "submitted" / student / CHAPTER.name
+        folder = course / "submitted" / f"{prefix}{student}" / CHAPTER.name
         folder.mkdir(parents=True, exist_ok=True)
         notebook = fill_answers(nbformat.from_dict(released), CHAPTER, answers)
         nbformat.write(notebook, folder / f"{CHAPTER.name}.ipynb")

@@ -95,11 +95,11 @@ def kinds(course: Path) -> dict[str, dict]:
         "correct": dict(answers=solutions(), status="graded", points=full),
         "blank": dict(answers={}, status="graded", points=0),
         "partial": dict(answers=partial, status="graded", points=PAD.auto_points + 1),
-        # normalises the shared table in place: pad_norm is 1.0, and the model the hidden test reads has moved too
+        # normalises the shared table in place: pad_norm is 1.0; the tests read their own model, never the student's
         "tempting-wrong": dict(answers=with_answer(PAD, "pad_id = tokenizer.pad_token_id\n"
                                                    "table /= table.norm(dim=1, keepdim=True)\n"
                                                    "pad_norm = float(table[pad_id].norm())"),
-                               status="graded", points=full - 1, flag="restored before the checks"),
+                               status="graded", points=full - 1),
         "raising": dict(answers=with_answer(WORDPIECE, "raise RuntimeError('student bug')"), status="graded",
                         points=full - WORDPIECE.auto_points),
         "infinite-loop": dict(answers=with_answer(WORDPIECE, "while True:\n    pass"), status="graded",
@@ -114,16 +114,17 @@ def kinds(course: Path) -> dict[str, dict]:
                         points=PAD.auto_points, reason="the kernel died"),
         "file-writer": dict(answers=with_answer(PAD, PAD.solution + snoop), status="graded", points=full),
         "config-tamperer": dict(answers=with_answer(PAD, PAD.solution + tamper), status="graded", points=full),
+        # tricks that changed how later cells ran, when the checks ran in the kernel: now they change the student's
+        # own cells only (every later answer is lost here), and the checks run in a process of their own
         "input-transformer": dict(answers=with_answer(PAD, "get_ipython().input_transformers_cleanup.append("
-                                                      "lambda lines: [])"),
-                                  status="not graded", points=None, reason="changed how later cells run"),
+                                                      "lambda lines: [])"), status="graded", points=0),
         "monkeypatcher": dict(answers=with_answer(PAD, "import torch\ntorch.linalg.vector_norm = lambda *a, **k: "
                                                   "torch.tensor(1.0)\nimport math\nmath.isclose = lambda *a: True\n"
                                                   "pad_id, pad_norm = 0, 1.0"),
-                              status="not graded", points=None, reason="were replaced"),
+                              status="graded", points=full - 1),  # pad_id is right, pad_norm is not
         "module-swapper": dict(answers=with_answer(PAD, "import sys, types\nsys.modules['torch.linalg'] = "
                                                    "types.ModuleType('torch.linalg')\npad_id, pad_norm = 0, 1.0"),
-                               status="not graded", points=None, reason="sys.modules was changed"),
+                               status="graded", points=full - 1),
         # a wrong answer, and the test cell that would catch it edited to pass: nbgrader grades the real test
         "edited-test": dict(answers=with_answer(PAD, "pad_id = 1\npad_norm = 2.0"), edit=PAD.test_id(1),
                             status="graded", points=full - PAD.auto_points, flag="was edited"),

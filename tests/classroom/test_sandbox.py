@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
+from tests.classroom.attacks import ATTACKS, BASELINE, submit_attacks
 from tests.classroom.conftest import MAIN
 from tests.classroom.simulated import CHAPTER, kinds, solutions, submit_class
 from tools.classroom import sandbox
@@ -27,6 +28,7 @@ from tools.classroom.schema import ExerciseError
 from tools.environment import ROOT
 from tools.testing.checkout import copy_checkout
 
+ATTACK = "attack-"  # the attacks' student ids: attack-<name>
 CELL_TIMEOUT = 10  # seconds for an answer cell here (the teacher's default is 30): the infinite loop costs that
 
 
@@ -49,15 +51,17 @@ def graded_class(bwrap, course, tmp_path_factory):
     shutil.copytree(course, root)
     students = kinds(root)
     submit_class(root, students)
+    submit_attacks(root, ATTACK)  # graded with the class: one grading run for both
     config = _sha(root / "nbgrader_config.py")
     started = time.monotonic()
     records = grade_class(root, MAIN, workers=2, cell_timeout=CELL_TIMEOUT, log=lambda line: None)
     seconds = time.monotonic() - started
     print(f"\nsimulated class of {len(students)}: {seconds:.0f} s over 2 workers")
+    scores = read_scores(root, MAIN)
     for student, record in sorted(records.items()):
-        print(f"  {student:18} {record.status:14} {record.seconds:6.1f} s  {record.reason[:70]}")
-    return SimpleNamespace(root=root, kinds=students, records=records, scores=read_scores(root, MAIN),
-                           config=config)
+        points = scores.get(student, {}).get("auto_score", "-")
+        print(f"  {student:24} {record.status:14} {points!s:>4} {record.seconds:6.1f} s  {record.reason[:60]}")
+    return SimpleNamespace(root=root, kinds=students, records=records, scores=scores, config=config)
 
 
 @pytest.mark.parametrize("student", list(kinds(Path("/course"))))
@@ -107,7 +111,7 @@ def test_a_submission_cannot_change_the_course_configuration(graded_class):
 
 def test_the_export_has_a_status_column_and_never_a_zero_for_no_score(graded_class, tmp_path):
     rows = write_gradebook(graded_class.root, MAIN, tmp_path / "grades.csv")
-    assert {row["student"] for row in rows} == set(graded_class.kinds)
+    assert {row["student"] for row in rows} == set(graded_class.kinds) | {ATTACK + name for name in ATTACKS}
     text = (tmp_path / "grades.csv").read_text()
     assert text.splitlines()[0].startswith("student,status,reason,score")
     for row in rows:
@@ -140,8 +144,8 @@ def test_a_broken_grading_environment_fails_before_grading_anyone(bwrap, course,
     original = sandbox.bwrap_command
     torch_dir = Path(__import__("torch").__file__).parent
 
-    def without_torch(scratch, memory_mb=sandbox.MEMORY_LIMIT_MB):
-        command = original(scratch, memory_mb)
+    def without_torch(scratch, memory_mb=sandbox.MEMORY_LIMIT_MB, read_only=()):
+        command = original(scratch, memory_mb, read_only)
         at = command.index("--")
         return command[:at] + ["--tmpfs", str(torch_dir)] + command[at:]  # torch's folder is empty in there
 
@@ -184,25 +188,32 @@ def test_a_checkout_under_tmp_with_a_space_and_the_venv_elsewhere_grades_a_submi
 
 @pytest.mark.parametrize("student", ["leak-caller", "leak-echo"])
 def test_feedback_carries_no_hidden_check_by_any_output(graded_class, student):
-    """A right answer that prints its caller's source, or a hook that echoes every cell: the feedback shows neither."""
+    """A right answer that prints its caller's source, or a hook that echoes every cell: no output holds a hidden check.
+
+    The hidden checks run in a process of their own: the student's kernel never sees them, so neither the graded
+    notebook's outputs nor the feedback (HTML, outputs and metadata) can hold one.
+    """
     import html
     import re
 
     from tools.classroom.course import run_nbgrader
-    from tools.classroom.feedback import WITHHELD_NOTE
 
     run_nbgrader(graded_class.root, "generate_feedback", MAIN, "--student", student, "--force")
-    autograded = (graded_class.root / "autograded" / student / MAIN / f"{MAIN}.ipynb").read_text()
+    graded = nbformat.read(graded_class.root / "autograded" / student / MAIN / f"{MAIN}.ipynb", as_version=4)
+    outputs = json.dumps([cell.get("outputs", []) for cell in graded.cells]) + json.dumps(graded.metadata)
     page = (graded_class.root / "feedback" / student / MAIN / f"{MAIN}.html").read_text()
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     submitted = nbformat.read(graded_class.root / "submitted" / student / MAIN / f"{MAIN}.ipynb", as_version=4)
     shown = "\n".join(cell.source for cell in submitted.cells)  # what the student wrote or was given
     hidden = {line.strip() for e in CHAPTER.exercises for t in e.tests for line in t.hidden.splitlines()}
     hidden = {line for line in hidden if len(line) > 25 and line not in shown}
-    printed = [line for line in hidden if json_escaped(line) in autograded]
-    assert printed, "the trick did print hidden checks in the graded notebook: the test would prove nothing"
+    assert hidden
+    assert not [line for line in hidden if json_escaped(line) in outputs]
     assert not [line for line in hidden if line in text or html.escape(line) in page]
-    assert WITHHELD_NOTE.strip() in text
+    assert graded_class.scores[student]["auto_score"] == CHAPTER.auto_points  # the tricks ran; the answers count
+    if student == "leak-echo":  # the hooks ran: the post_run_cell one printed after each later cell
+        printed = [out for cell in graded.cells[1:] for out in cell.get("outputs", []) if out.get("name") == "stdout"]
+        assert len(printed) >= 2, printed
 
 
 def json_escaped(line: str) -> str:
@@ -219,3 +230,39 @@ def test_output_is_capped_before_it_is_written(graded_class):
     assert path.stat().st_size < 2 * CELL_OUTPUT_CAP  # 5 MB printed; at most the cell's first 1 MB kept
     assert 0 < len(_outputs(graded_class.root, "output-bomb", CHAPTER.exercises[0].answer_id)) <= CELL_OUTPUT_CAP
     assert any("cut at the grader's cap" in flag for flag in graded_class.records["output-bomb"].flags)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Issue 32's attacks (tests/classroom/attacks.py), graded with the class: none earns more than the honest answer it
+# builds on, and the honest solution keeps full marks.
+
+
+def _points(graded_class, name: str) -> float:
+    return graded_class.scores[ATTACK + name]["auto_score"]
+
+
+def test_the_honest_solution_gets_full_marks_and_the_blank_none(graded_class):
+    assert _points(graded_class, "honest") == CHAPTER.auto_points
+    assert _points(graded_class, "blank") == 0
+
+
+@pytest.mark.parametrize("attack", sorted(BASELINE))
+def test_an_attack_earns_no_more_than_the_honest_answer_it_builds_on(graded_class, attack):
+    record = graded_class.records[ATTACK + attack]
+    assert record.status == "graded", record
+    assert _points(graded_class, attack) <= _points(graded_class, BASELINE[attack]), \
+        graded_class.scores[ATTACK + attack]["cells"]
+
+
+def test_tricks_that_beat_the_old_grader_earn_exactly_their_wrong_answers_points(graded_class):
+    """The points of the honest wrong answers, from the exercise file: each trick is worth nothing on top."""
+    full, pad, fifth = CHAPTER.auto_points, CHAPTER.exercises[0], CHAPTER.exercises[2]
+    assert _points(graded_class, "wrong-norm") == full - pad.tests[1].points  # pad_norm's test lost
+    assert _points(graded_class, "pad-five") == full - pad.auto_points  # both pad tests lost
+    assert _points(graded_class, "zero-share") <= full - fifth.tests[1].points  # 0.0 is no share of these words
+
+
+def test_a_fork_bomb_costs_its_exercise_only(graded_class):
+    record = graded_class.records[ATTACK + "fork-bomb"]
+    assert record.status == "graded" and record.seconds < 300, record
+    assert _points(graded_class, "fork-bomb") <= CHAPTER.auto_points - CHAPTER.exercises[2].tests[1].points

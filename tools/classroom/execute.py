@@ -1,4 +1,4 @@
-"""nbgrader's Execute step, with the kernel in a sandbox, per-cell time limits, probes, and a report of what ran."""
+"""nbgrader's Execute step: the student's cells in a sandboxed kernel, the test cells in a trusted process."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
-from tools.classroom.probes import Integrity, probe_source, read_probe
-from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class
+from tools.classroom.relay import TrustedTests
+from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, process_cap, release
 
 SLOW_CELLS = ("install", "setup")  # loading torch, transformers and the checkpoint
-NOTEBOOK_LIMIT = 900  # seconds for the whole notebook, probes included
+NOTEBOOK_LIMIT = 900  # seconds for the whole notebook, its test cells included
 STARTUP_LIMIT = 180  # seconds for the sandboxed kernel to start and answer
-CELL_OUTPUT_CAP = 1_000_000  # characters of output one cell keeps (a probe has its own budget)
+CELL_OUTPUT_CAP = 1_000_000  # characters of output one cell keeps
 NOTEBOOK_OUTPUT_CAP = 5_000_000  # characters of output the whole notebook keeps
 ERROR_CAP = 10_000  # characters of an error's message, and of each line of its traceback
 
@@ -36,12 +36,26 @@ def _not_graded(cell: NotebookNode, reason: str) -> None:
                                  traceback=[f"NotGraded: {reason}"])]
 
 
+def is_test(cell: NotebookNode) -> bool:
+    """A grader's test cell: graded, not an answer; it runs in the trusted process, never in the student's kernel."""
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _test_outputs(cell: NotebookNode, result: dict) -> None:
+    """Write a test cell's result as its outputs: none when it passed, else the error (nbgrader scores it 0)."""
+    cell.outputs = [] if result["status"] == "passed" else [NotebookNode(
+        output_type="error", ename=str(result.get("ename", "Error"))[:100],
+        evalue=str(result.get("evalue", ""))[:ERROR_CAP], traceback=[str(line)[:ERROR_CAP] for line in
+                                                                    result.get("traceback", [])[:50]])]
+
+
 class SandboxedExecute(Execute):
-    """Run the notebook in a bwrap sandbox, one kernel, cell by cell; what could not run is reported, not scored."""
+    """The student's cells in a bwrap sandbox, cell by cell; each test cell in the trusted process, in order."""
 
     setup_timeout = Integer(300, help="seconds for the setup (and install) cell").tag(config=True)
     cell_timeout = Integer(30, help="seconds for any other cell").tag(config=True)
-    notebook_timeout = Integer(NOTEBOOK_LIMIT, help="seconds for the whole notebook, probes included").tag(config=True)
+    notebook_timeout = Integer(NOTEBOOK_LIMIT, help="seconds for the whole notebook, tests included").tag(config=True)
     memory_mb = Integer(MEMORY_LIMIT_MB, help="the kernel's memory cap (RLIMIT_DATA), in MiB").tag(config=True)
     report_path = Unicode("", help="where to write the JSON report of the run").tag(config=True)
 
@@ -49,101 +63,116 @@ class SandboxedExecute(Execute):
         # The submission contributes its notebook only: a torch.py or an ipykernel_launcher.py handed in beside it
         # would be first on the kernel's sys.path, and stay in the submission folder.
         scratch = Path(tempfile.mkdtemp(prefix="grading-"))
+        scratch.chmod(0o755)
         self.kernel_manager_class = kernel_manager_class(scratch, self.memory_mb)
+        # "tampering" and "restored" stay empty (nothing a student does reaches the tests); classgrade reads them
         report = {"stopped": None, "timeouts": [], "not_graded": [], "tampering": [], "restored": [], "seconds": {},
-                  "truncated": []}
+                  "truncated": [], "process_cap": process_cap(scratch)[1]}
         started = self._started = time.monotonic()
-        self._kept, self._probing, self._report = {}, False, report
+        self._kept, self._grader_cell, self._report = {}, False, report
+        self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb)
         try:
             self._run(nb, resources, km, report, started)
         finally:
+            self._tests.close()
             report["seconds"]["notebook"] = round(time.monotonic() - started, 2)
             shutil.rmtree(scratch, ignore_errors=True)
+            release(scratch)
             if self.report_path:
                 Path(self.report_path).write_text(json.dumps(report, indent=1))
         return self.nb, self.resources
 
     def output(self, outs, msg, display_id, cell_index):
         """Keep an output while its cell and the notebook are under their caps; errors always (they decide points)."""
+        if self._grader_cell:  # the grader's own requests: what the student's code prints there is dropped
+            return None
         content = msg.get("content", {})
         if msg.get("msg_type") == "error":  # cut to a readable size, never dropped: a dropped error would be a pass
             content["evalue"] = str(content.get("evalue", ""))[:ERROR_CAP]
             content["traceback"] = [str(line)[:ERROR_CAP] for line in content.get("traceback", [])[:50]]
             return super().output(outs, msg, display_id, cell_index)
         size = sum(len(str(value)) for value in content.values())
-        key = "probe" if self._probing else cell_index
-        total = sum(kept for where, kept in self._kept.items() if where != "probe")
-        fits = self._kept.get(key, 0) + size <= CELL_OUTPUT_CAP and (
-            self._probing or total + size <= NOTEBOOK_OUTPUT_CAP)
-        if fits and key not in self._report["truncated"]:
-            self._kept[key] = self._kept.get(key, 0) + size
+        total = sum(self._kept.values())
+        kept = self._kept.get(cell_index, 0)
+        if kept + size <= CELL_OUTPUT_CAP and total + size <= NOTEBOOK_OUTPUT_CAP \
+                and cell_index not in self._report["truncated"]:
+            self._kept[cell_index] = kept + size
             return super().output(outs, msg, display_id, cell_index)
-        if key not in self._report["truncated"]:
-            self._report["truncated"].append(key)
-            cap = "notebook's" if self._kept.get(key, 0) + size <= CELL_OUTPUT_CAP else "cell's"
-            room = min(CELL_OUTPUT_CAP - self._kept.get(key, 0),
-                       CELL_OUTPUT_CAP if self._probing else NOTEBOOK_OUTPUT_CAP - total)
+        if cell_index not in self._report["truncated"]:
+            self._report["truncated"].append(cell_index)
+            cap = "notebook's" if kept + size <= CELL_OUTPUT_CAP else "cell's"
+            room = min(CELL_OUTPUT_CAP - kept, NOTEBOOK_OUTPUT_CAP - total)
             if msg.get("msg_type") == "stream" and room > 0:  # the text up to the cap, then the note
                 content["text"] = str(content.get("text", ""))[:room]
-                self._kept[key] = self._kept.get(key, 0) + room
+                self._kept[cell_index] = kept + room
                 super().output(outs, msg, display_id, cell_index)
             outs.append(NotebookNode(output_type="stream", name="stderr",
                                      text=f"\n[output cut here by the grader: the {cap} output cap was reached]\n"))
         return None
 
-    def _probe(self, mode: str, index: int, timeout: int = 120) -> tuple[dict | None, str]:
-        """Run a probe; (its state or None if it did not run as written, the error it raised or '')."""
-        code, nonce = probe_source(mode)
+    def _run_in_kernel(self, code: str, timeout: float) -> str | None:
+        """Run one grader cell in the student's kernel, its outputs dropped; None, or why it did not finish."""
         cell = NotebookNode(cell_type="code", source=code, metadata={}, outputs=[], execution_count=None)
-        left = self.notebook_timeout - (time.monotonic() - self._started)
-        self.timeout = int(max(1, min(timeout, left)))  # a deep copy and a hash of the model: seconds when loaded
-        index = min(index, len(self.nb.cells) - 1)
+        index = self._index
         kept = self.nb.cells[index]  # nbclient stores the cell it ran at its index: put the notebook's back
-        self._probing, self._kept["probe"] = True, 0
-        if "probe" in self._report["truncated"]:
-            self._report["truncated"].remove("probe")
+        self.timeout = int(max(1, timeout))
+        self._grader_cell = True
         try:
             self.execute_cell(cell, index, store_history=False)
         except DeadKernelError:
-            return None, "the kernel died"
+            self._dead = True
+            return "the student's kernel died"
+        except Exception as error:  # noqa: BLE001 (nbclient's timeouts and errors: the request failed)
+            return f"the student's kernel did not answer ({type(error).__name__})"
         finally:
             self.nb.cells[index] = kept
-            self._probing = False
-        errors = [f"{out.ename}: {out.evalue}"[:200] for out in cell.outputs if out.output_type == "error"]
-        return read_probe(cell.outputs, nonce), "; ".join(errors)
-
-    def _check(self, integrity: Integrity, index: int, where: str) -> str | None:
-        """Probe the kernel; why grading must stop (tampering, or a kernel that cannot run the probe), or None."""
-        state, error = self._probe("check", index)
-        if state is None and error:  # it ran and failed (out of memory, most often): no sign of tampering
-            return f"the grader's check {where} failed in the kernel ({error})"
-        integrity.check(state, where)
-        return "; ".join(integrity.tampering) or None
+            self._grader_cell = False
+        errors = [out.get("ename") for out in cell.outputs if out.get("output_type") == "error"]
+        if "CellTimeoutError" in errors:
+            if _grade_id(kept) not in self._report["timeouts"]:
+                self._report["timeouts"].append(_grade_id(kept))
+            return f"the student's code ran past the cell's time limit of {self.timeout} s"
+        return f"the student's kernel did not answer ({errors[0]})" if errors else None
 
     def _run(self, nb, resources, km, report, started) -> None:
         NotebookClient.__init__(self, nb, km)  # as nbconvert's ExecutePreprocessor.preprocess does
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
-        integrity, stopped, last = None, None, "the kernel's start"
+        stopped, last, self._dead, count = None, "the kernel's start", False, 0
+        setup = next((cell.source for cell in nb.cells if _grade_id(cell) == "setup"), "")
+        self._tests.start(setup, self.setup_timeout)  # the trusted copy of the setup runs beside the notebook
         with self.setup_kernel():
             self.nb.metadata["language_info"] = self.wait_for_reply(self.kc.kernel_info())["content"][
                 "language_info"]
             for index, cell in enumerate(self.nb.cells):
                 if cell.cell_type != "code":
                     continue
-                grade_id = _grade_id(cell)
+                grade_id, self._index = _grade_id(cell), index
                 left = self.notebook_timeout - (time.monotonic() - started)
                 if stopped is None and left <= 0:
                     stopped = f"the notebook ran past its limit of {self.notebook_timeout} s"
-                if stopped is None and integrity and cell.metadata.get("nbgrader", {}).get("grade"):
-                    stopped = self._check(integrity, index, f"before {grade_id}")
                 if stopped is not None:
                     _not_graded(cell, stopped)
                     report["not_graded"].append(grade_id)
                     continue
+                tick = time.monotonic()
+                if is_test(cell):
+                    result = self._tests.run(grade_id, cell.source, min(self.cell_timeout, left),
+                                             self.setup_timeout)
+                    _test_outputs(cell, result)
+                    count += 1
+                    cell.execution_count = count
+                    report["seconds"][grade_id] = round(time.monotonic() - tick, 2)
+                    if result.get("timed_out") and grade_id not in report["timeouts"]:
+                        report["timeouts"].append(grade_id)
+                    if self._dead:  # this cell's checks did not finish: it is not graded, like those after it
+                        stopped = (f"the kernel died (it crashed, exited, or ran out of memory at the cap of "
+                                   f"{self.memory_mb} MiB) while {grade_id} called the student's code")
+                        _not_graded(cell, stopped)
+                        report["not_graded"].append(grade_id)
+                    continue
                 limit = self.setup_timeout if grade_id in SLOW_CELLS else self.cell_timeout
                 self.timeout = int(max(1, min(limit, left)))
-                tick = time.monotonic()
                 try:
                     self.preprocess_cell(cell, resources, index)
                     run_sync(self._async_check_alive)()
@@ -154,22 +183,13 @@ class SandboxedExecute(Execute):
                         _not_graded(cell, stopped)
                     report["not_graded"].append(grade_id)
                     continue
+                count = max(count, cell.get("execution_count") or 0)
                 report["seconds"][grade_id or str(index)] = round(time.monotonic() - tick, 2)
                 last = grade_id or str(index)
                 if any(out.get("ename") == "CellTimeoutError" for out in cell.outputs):
                     report["timeouts"].append(grade_id)
-                    if self._probe("alive", index, timeout=15)[0] is None:  # interrupted, or deaf to interrupts?
+                    if self._run_in_kernel("pass", 15):  # interrupted, or deaf to interrupts?
                         stopped = f"the kernel did not answer after cell {grade_id} ran past its time limit"
-                if grade_id == "setup":
-                    baseline, error = self._probe("baseline", index)
-                    if baseline is None:
-                        stopped = f"the grader could not take its baseline after the setup cell {error}".strip()
-                    else:
-                        integrity = Integrity(baseline)
-            if stopped is None and integrity:
-                stopped = self._check(integrity, len(self.nb.cells), "at the end")
-                report["peak_mb"] = integrity.peak_mb
         report["stopped"] = stopped
-        if integrity:
-            report["tampering"], report["restored"] = integrity.tampering, integrity.restored
         self.set_widgets_metadata()
+

@@ -17,9 +17,10 @@ KNOWN_ERRORS = {name for name, value in vars(builtins).items() if isinstance(val
 class HideHiddenTests(ClearHiddenTests):
     """ClearHiddenTests for feedback, and every output from the first hidden check on withheld.
 
-    Once the kernel has run a hidden check, any later output (a print in an answer function, an IPython hook that
-    echoes each cell, a stash printed cells later, display data, an exception's name or message) may carry it:
-    such outputs become a note, and a failure only says that the cell failed, with Python's own error name.
+    The checks run in the grader's own process (tools/classroom/trusted.py), never in the student's kernel; but a
+    hidden check may call the student's function there, which then sees the check's inputs. So from the first
+    hidden check on, any output (a stash printed cells later, display data, a value in an error message) may carry
+    them: such outputs become a note, and a failure only says that the cell failed, with Python's own error name.
     """
 
     def preprocess(self, nb, resources):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
@@ -26,8 +28,55 @@ def _python_roots() -> list[Path]:
     return sorted(root for root in roots if root.is_dir())
 
 
-def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> list[str]:
-    """The bwrap and prlimit prefix of a command run with `scratch` as its only writable directory."""
+PROCESS_LIMIT = 64  # processes and threads in one sandbox: torch's thread pool fits, a fork bomb does not
+CGROUP_PIDS = Path("/sys/fs/cgroup/pids")  # cgroup v1 (v2: /sys/fs/cgroup/<group>/pids.max, same files)
+
+
+def _pids_cgroup(scratch: Path) -> Path | None:
+    """A pids cgroup capped at PROCESS_LIMIT for one sandbox, where this process may make one; else None."""
+    parent = CGROUP_PIDS if (CGROUP_PIDS / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
+    group = parent / f"bert-book-{scratch.name}"
+    for stale in parent.glob("bert-book-*"):  # groups whose sandbox is gone (its scratch folder deleted), emptied
+        if not (scratch.parent / stale.name.removeprefix("bert-book-")).exists():
+            with contextlib.suppress(OSError):
+                stale.rmdir()
+    try:
+        group.mkdir(exist_ok=True)
+        (group / "pids.max").write_text(str(PROCESS_LIMIT))
+    except OSError:
+        return None
+    return group
+
+
+def release(scratch: Path) -> None:
+    """Remove the pids cgroup of a sandbox, once its processes are gone (up to 2 s; else the next sandbox does)."""
+    for parent in (CGROUP_PIDS, Path("/sys/fs/cgroup")):
+        group = parent / f"bert-book-{scratch.name}"
+        for _ in range(20):
+            try:
+                group.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # busy: the sandbox's last processes are still exiting
+                time.sleep(0.1)
+
+
+def process_cap(scratch: Path) -> tuple[list[str], str]:
+    """(command prefix, how the number of processes is capped): a pids cgroup, else RLIMIT_NPROC (not for root)."""
+    group = _pids_cgroup(scratch)
+    if group is not None:
+        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")], \
+            f"pids cgroup (pids.max {PROCESS_LIMIT})"
+    if os.geteuid() != 0:  # RLIMIT_NPROC counts every process of the user: room for theirs, and the limit
+        running = sum(1 for entry in Path("/proc").iterdir() if entry.name.isdigit()
+                      and entry.stat().st_uid == os.geteuid())
+        return ["prlimit", f"--nproc={running + PROCESS_LIMIT}"], f"RLIMIT_NPROC ({running} + {PROCESS_LIMIT})"
+    return [], "none: root without a writable pids cgroup (RLIMIT_NPROC does not bind root)"
+
+
+def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: list[Path] = ()) -> list[str]:
+    """The cap, bwrap and prlimit prefix of a command run with `scratch` as its only writable directory."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise FileNotFoundError(f"bwrap not found: {INSTALL_HINT}")
@@ -46,7 +95,8 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> list[str]:
     for root in _python_roots():
         command += ["--ro-bind", str(root), str(root)]
     # The book's helpers only: the rest of the repository (exercises/, with solutions and hidden tests) stays out.
-    command += ["--ro-bind", str(ROOT / "helpers"), str(ROOT / "helpers")]
+    for path in [ROOT / "helpers", *read_only]:  # the grader's trusted process also gets tools/
+        command += ["--ro-bind", str(path), str(path)]
     command += ["--bind", str(scratch), str(scratch), "--dev", "/dev", "--proc", "/proc",
                 "--unshare-all", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", str(scratch),
                 "--clearenv"]
@@ -59,7 +109,7 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> list[str]:
     # RLIMIT_DATA caps heap and anonymous memory (what a tensor or a list takes), not the shared libraries mapped
     # from disk: torch keeps working, and an allocation past the cap raises MemoryError in the student's cell.
     limit = memory_mb * 1024 * 1024
-    return command + ["--", "prlimit", f"--data={limit}:{limit}", "--core=0"]
+    return process_cap(scratch)[0] + command + ["--", "prlimit", f"--data={limit}:{limit}", "--core=0"]
 
 
 # What the grading kernel imports before any cell runs: ipykernel, and the book's helpers (torch with them).
@@ -78,6 +128,7 @@ def bwrap_problem() -> str | None:
         return f"the grading sandbox could not run {sys.executable}: {error}"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        release(scratch)
     if result.returncode:
         last = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
         return f"the grading sandbox cannot run `{sys.executable} -c {SELF_CHECK!r}` (ROOT {ROOT}): {last[:300]}"

@@ -1,0 +1,168 @@
+"""Hidden tests never share an interpreter with student code: the plain-data wire, the trusted process, the caps."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import save
+
+from tools.classroom import sandbox
+from tools.classroom.relay import TrustedTests, kernel_cell
+from tools.classroom.trusted import HIDDEN_NOTE, Remote, free_names, split_test
+from tools.classroom.wire import Handle, Unsupported, WireError, decode, encode
+
+
+def _round_trip(value, keep=None):
+    tree, tensors = encode(value, keep)
+    return decode(json.dumps(tree).encode(), save(tensors))
+
+
+def test_plain_values_cross_the_wire_with_their_exact_types():
+    value = {"a": [1, 2.5, True, None, "x"], (1, 2): (torch.arange(6).reshape(2, 3), np.eye(2)),
+             "scalar": np.float64(0.25)}
+    back = _round_trip(value)
+    assert back.keys() == value.keys() and back["a"] == value["a"]
+    assert [type(item) for item in back["a"]] == [int, float, bool, type(None), str]
+    tensor, array = back[(1, 2)]
+    assert type(tensor) is torch.Tensor and torch.equal(tensor, value[(1, 2)][0])
+    assert type(array) is np.ndarray and np.array_equal(array, np.eye(2))
+    assert type(back["scalar"]) is np.float64 and back["scalar"] == 0.25
+
+
+class Always(int):
+    __eq__ = lambda self, other: True  # noqa: E731
+    __hash__ = int.__hash__
+
+
+class Zero(float):
+    __sub__ = lambda self, other: Zero(0.0)  # noqa: E731
+
+
+class Yes(list):
+    __eq__ = lambda self, other: True  # noqa: E731
+
+
+@pytest.mark.parametrize("value", [Always(7), Zero(3.0), Yes(), torch.nn.Linear(2, 2)])
+def test_subclasses_and_objects_stay_in_the_kernel(value):
+    """An int whose == is always True is not an int on the trusted side: a handle, or an unsupported marker."""
+    kept = []
+    back = _round_trip([value], keep=lambda v: kept.append(v) or len(kept) - 1)
+    assert type(back) is list and type(back[0]) is Handle and kept == [value]
+    assert type(_round_trip(value)) is Unsupported
+
+
+@pytest.mark.parametrize("tree", [
+    {"pickle": "gASVAAAAAAAAAAB9lC4="}, {"list": [1], "tuple": [2]}, {"tensor": "missing"},
+    {"numpy": ["object", 1]}, {"dict": [[{"list": [1]}, 2]]}, {"dict": [[{"tuple": [{"list": []}]}, 2]]},
+    {"handle": "0"},
+    json.loads("[" * 50 + "]" * 50),
+])
+def test_anything_outside_the_schema_is_refused(tree):
+    with pytest.raises(WireError):
+        decode(json.dumps(tree).encode(), save({}))
+    with pytest.raises(WireError):
+        decode(pickle.dumps(1), save({}))
+
+
+def test_free_names_are_what_the_test_reads_without_binding():
+    source = ("import numpy as np\nexpected = np.ones(3)\nfor word in words:\n    assert f(word) == g(x)\n"
+              "def h(y):\n    return y + table\n")
+    assert free_names(source, known={"table", "g"}) == ["f", "words", "x"]
+    assert split_test("a\n### BEGIN HIDDEN TESTS\nb\n### END HIDDEN TESTS") == ("a\n", "\nb\n")
+
+
+def test_a_remote_object_has_no_truth_value_nor_equality():
+    remote = Remote(None, 0, "answer")
+    for use in (bool, lambda r: r == 1, lambda r: r != 1, len, hash):
+        with pytest.raises(TypeError):
+            use(remote)
+
+
+STUDENT = '''
+import torch
+class Always(int):
+    __eq__ = lambda self, other: True
+    __hash__ = int.__hash__
+good, cheat, wrong = 3, Always(4), 4
+def double(t):
+    return 2 * t
+def layer(n):
+    return torch.nn.Linear(n, 1)
+def same_model(m):
+    return m is model
+abs = lambda x: 0
+'''
+TEST = ("assert isinstance({name}, int)\n### BEGIN HIDDEN TESTS\nassert {name} == 3 and abs(-1) == 1\n"
+        "### END HIDDEN TESTS")
+
+
+@pytest.fixture(scope="module")
+def trusted():
+    """A trusted process (in its sandbox) whose 'kernel' is a namespace of this process holding the answers."""
+    scratch = Path(tempfile.mkdtemp(prefix="grading-test-"))
+    student: dict = {}
+    exec(STUDENT + "model = torch.nn.Linear(2, 2)\n", student)  # noqa: S102
+
+    def run_in_kernel(code, timeout):
+        exec(code, student)  # noqa: S102 (the kernel cell, run where the answers are)
+
+    tests = TrustedTests(scratch, run_in_kernel)
+    tests.start("import torch\nmodel = torch.nn.Linear(2, 2)\n", 300)
+    yield tests
+    tests.close()
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("name", "status"), [("good", "passed"), ("cheat", "visible"), ("wrong", "hidden")])
+def test_values_are_checked_by_the_trusted_process_not_by_the_students_objects(trusted, name, status):
+    result = trusted.run(name, TEST.format(name=name), 60, 300)
+    assert result["status"] == status, result
+    if status == "hidden":  # what the student sees of a hidden failure: that one failed, nothing of the check
+        assert result["evalue"] == HIDDEN_NOTE and result["traceback"] == [HIDDEN_NOTE]
+
+
+def test_student_functions_run_in_their_kernel_on_the_tests_inputs(trusted):
+    source = ("t = torch.arange(3.0)\nassert torch.equal(double(t), 2 * t)\nm = layer(4)\n"
+              "assert m.in_features == 4 and m.weight.shape == (1, 4)\n"
+              "assert same_model(model) is True  # the setup's model goes by name: the kernel's own\n")
+    assert trusted.run("calls", source, 60, 300)["status"] == "passed"
+    failed = trusted.run("visible", "assert double(1) == 3, 'one doubled'", 60, 300)
+    assert failed["status"] == "visible" and failed["ename"] == "AssertionError" and "one doubled" in failed["evalue"]
+    refused = trusted.run("truth", "assert layer(2)", 60, 300)  # an object of the kernel is not truthy here
+    assert refused["status"] == "visible" and refused["ename"] == "TypeError", refused
+
+
+def test_a_corrupted_reply_fails_the_test(trusted, monkeypatch):
+    def garbage(code, timeout):
+        for stem in sorted(trusted.kernel_scratch.glob("grader-request.pkl")):
+            (stem.parent / f"grader-reply-{trusted.calls}.json").write_text('{"evil": 1}')
+            (stem.parent / f"grader-reply-{trusted.calls}.safetensors").write_bytes(save({}))
+
+    monkeypatch.setattr(trusted, "run_in_kernel", garbage)
+    result = trusted.run("garbage", "assert good == 3", 60, 300)
+    assert result["status"] == "visible" and "schema" in result["evalue"], result
+    assert kernel_cell(Path("/r"), Path("/s")).count("exec(") == 1
+
+
+def test_the_process_cap_binds_here():
+    """A fork loop in the sandbox stops at the cap (a pids cgroup as root; RLIMIT_NPROC otherwise)."""
+    scratch = Path(tempfile.mkdtemp(prefix="grading-forks-"))
+    assert not sandbox.process_cap(scratch)[1].startswith("none"), sandbox.process_cap(scratch)
+    code = ("import os, time\nn = 0\ntry:\n    while n < 1000:\n        if os.fork() == 0:\n"
+            "            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)")
+    try:
+        result = subprocess.run([*sandbox.bwrap_command(scratch), sys.executable, "-c", code], capture_output=True,
+                                text=True, timeout=120)
+    finally:
+        sandbox.release(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert 0 < int(result.stdout) < sandbox.PROCESS_LIMIT, result.stdout + result.stderr

@@ -1,0 +1,134 @@
+"""The grader's side of the trusted test process: start it in its sandbox, feed it test cells, relay its calls."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tools.classroom import frames, sandbox
+from tools.classroom.sandbox import MEMORY_LIMIT_MB
+from tools.environment import ROOT
+
+KERNEL_SIDE = ("wire.py", "kernel_side.py")
+REPLY_CAP = 512 * 1024 * 1024  # bytes of one reply from the kernel (JSON and tensors)
+
+
+def kernel_cell(request_path: Path, stem: Path) -> str:
+    """The hidden cell that answers one request in the student's kernel (wire.py and kernel_side.py as text)."""
+    source = "\n".join((Path(__file__).parent / name).read_text() for name in KERNEL_SIDE)
+    return (f"__grader = {{'__name__': '__grader__'}}\nexec({source!r}, __grader)\n"
+            f"__grader['serve'](globals(), {str(request_path)!r}, {str(stem)!r})\ndel __grader\n")
+
+
+def _failed(ename: str, why: str) -> dict:
+    return {"status": "visible", "ename": ename, "evalue": why, "traceback": [f"{ename}: {why}"]}
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a file the student's kernel cannot have redirected: never through a link it left there."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
+
+
+def _read_plain(path: Path) -> bytes:
+    """A regular file's bytes, up to the cap, not through a link; removed after reading."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > REPLY_CAP:
+            raise OSError(f"not a regular file under the cap of {REPLY_CAP} bytes")
+        data = file.read(REPLY_CAP + 1)
+    path.unlink()
+    if len(data) > REPLY_CAP:
+        raise OSError(f"over the cap of {REPLY_CAP} bytes")
+    return data
+
+
+class TrustedTests:
+    """One trusted process per submission (a new one after a test ran out of time); `run` grades one test cell."""
+
+    def __init__(self, kernel_scratch: Path, run_in_kernel: Callable[[str, float], str | None],
+                 memory_mb: int = MEMORY_LIMIT_MB):
+        self.kernel_scratch, self.run_in_kernel, self.memory_mb = kernel_scratch, run_in_kernel, memory_mb
+        self.process, self.setup, self.setup_result, self.setup_deadline = None, None, None, 0.0
+        self.scratch = Path(tempfile.mkdtemp(prefix="grading-tests-"))
+        self.calls = 0
+
+    def start(self, setup: str, timeout: float) -> None:
+        """Start the process and its setup (it runs while the student's notebook does)."""
+        self.setup, self.setup_result = setup, None
+        command = sandbox.bwrap_command(self.scratch, self.memory_mb, read_only=[ROOT / "tools"])
+        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.setup_deadline = time.monotonic() + timeout
+        frames.send(self.process.stdin.fileno(), {"op": "setup", "source": setup})
+
+    def _setup_done(self) -> dict:
+        if self.setup_result is None:
+            try:
+                self.setup_result = frames.receive(self.process.stdout.fileno(), self.setup_deadline)
+            except frames.FrameError as error:
+                self.setup_result = _failed("GradingError", f"the grader's test process did not start ({error})")
+        return self.setup_result
+
+    def run(self, grade_id: str, source: str, timeout: float, setup_timeout: float) -> dict:
+        """Grade one test cell: {'status': 'passed' | 'visible' | 'hidden', 'ename', 'evalue', 'traceback'}."""
+        if self.process is None or self.process.poll() is not None:
+            self.close(keep_scratch=True)
+            self.start(self.setup, setup_timeout)
+        setup = self._setup_done()
+        if setup["status"] != "passed":
+            return _failed("GradingError", f"the course's setup failed in the grader's test process: "
+                                           f"{setup.get('ename', '')}: {setup.get('evalue', '')}"[:500])
+        deadline = time.monotonic() + timeout
+        inp, out = self.process.stdout.fileno(), self.process.stdin.fileno()
+        try:
+            frames.send(out, {"op": "test", "grade_id": grade_id, "source": source})
+            while True:
+                message = frames.receive(inp, deadline)
+                if message.get("op") == "result":
+                    return message
+                frames.send(out, self._relay(message, deadline))
+        except (frames.FrameError, OSError) as error:
+            self.close(keep_scratch=True)  # a new process for the next test cell
+            if time.monotonic() >= deadline:
+                return {**_failed("CellTimeoutError", f"the checks ran past the cell's limit of {timeout:g} s"),
+                        "timed_out": True}
+            return _failed("GradingError", f"the grader's test process stopped ({error})")
+
+    def _relay(self, message: dict, deadline: float) -> dict:
+        """Run one request in the student's kernel; the reply's bytes, unread by this process."""
+        self.calls += 1
+        request, stem = self.kernel_scratch / "grader-request.pkl", self.kernel_scratch / f"grader-reply-{self.calls}"
+        _write_new(request, base64.b64decode(str(message.get("request", ""))))
+        problem = self.run_in_kernel(kernel_cell(request, stem), deadline - time.monotonic() - 1)  # time to reply
+        if problem:
+            return {"op": "reply", "error": problem}
+        try:
+            data = [base64.b64encode(_read_plain(stem.with_suffix(suffix))).decode()
+                    for suffix in (".json", ".safetensors")]
+        except OSError as error:
+            return {"op": "reply", "error": f"the student's kernel wrote no answer the grader can read ({error})"}
+        return {"op": "reply", "json": data[0], "tensors": data[1]}
+
+    def close(self, keep_scratch: bool = False) -> None:
+        """Stop the process (it holds no state worth keeping); remove its scratch folder unless told to keep it."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            for pipe in (self.process.stdin, self.process.stdout):
+                pipe.close()
+            self.process = None
+        if not keep_scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            sandbox.release(self.scratch)
