@@ -37,13 +37,14 @@ def test_every_requirement_is_pinned_exactly_and_torch_comes_first():
     assert all("==" in line and not any(op in line for op in (">", "<", "~", "!")) for line in lines), lines
 
 
-def test_the_test_tools_extend_the_readers_set_without_repinning_it():
-    dev = requirement_lines("requirements-dev.txt")
-    assert dev[0] == "-r requirements.txt"
-    reader = {line.split("==")[0].lower() for line in requirement_lines()}
-    added = [line.split("==")[0].lower() for line in dev[1:]]
-    assert added and not reader & set(added), reader & set(added)  # torch and the rest pinned in one place only
-    assert all(line.count("==") == 1 and not any(op in line for op in "<>~!") for line in dev[1:]), dev
+def test_the_teachers_and_the_test_tools_extend_the_readers_set_without_repinning_it():
+    """requirements.txt <- requirements-teacher.txt <- requirements-dev.txt: each adds pins, none pins a name again."""
+    teacher, dev = requirement_lines("requirements-teacher.txt"), requirement_lines("requirements-dev.txt")
+    assert teacher[0] == "-r requirements.txt" and dev[0] == "-r requirements-teacher.txt"
+    names = [line.split("==")[0].lower() for line in requirement_lines() + teacher[1:] + dev[1:]]
+    assert len(names) == len(set(names)), names  # torch and the rest pinned in one place only
+    assert teacher[1:] and dev[1:]
+    assert all(line.count("==") == 1 and not any(op in line for op in "<>~!") for line in teacher[1:] + dev[1:])
 
 
 def test_the_readers_set_holds_no_test_tool():
