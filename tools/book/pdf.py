@@ -2,8 +2,9 @@
 
 Jupyter Book's singlehtml builder writes every page of _toc.yml into one HTML page, from the same execution cache
 as `make book`, with the theme's print-only title and contents at the front. Debian's Chromium, driven by
-Playwright, opens it with print styles (book/_static/print.css), waits for MathJax, fonts and figures, and prints
-it to A4 with page numbers. The PDF goes to _build/pdf/ and, when the reader's site is built, into it as well.
+Playwright, opens it with print styles (book/_static/print.css), waits for fonts and figures (the math is MathML,
+drawn by the browser), and prints it to A4 with page numbers. The PDF goes to _build/pdf/ and, when the reader's
+site is built, into it as well.
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ PX_PER_MM = 96 / 25.4
 PRINT_WIDTH_PX = round((A4_WIDTH_MM - MARGIN_MM["left"] - MARGIN_MM["right"]) * PX_PER_MM)
 FOOTER = ('<div style="font-size: 9px; width: 100%; text-align: center; color: #555;">'
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
-# Everything a printed page waits for: web fonts, MathJax's typesetting, every figure decoded.
+# Everything a printed page waits for: web fonts and every figure decoded.
 SETTLED = """async () => {
   await document.fonts.ready;
-  if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
   await Promise.all([...document.images].map(img => img.decode().catch(() => null)));
   return [...document.images].filter(img => !img.naturalWidth).map(img => img.src);
 }"""

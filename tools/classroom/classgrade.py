@@ -125,10 +125,8 @@ def _record(student: str, digest: str, seconds: float, report: dict | None, fail
     if report is None:
         return Record(student, "not graded", failure or "the grader stopped before the notebook ran", notes, digest,
                       seconds)
-    flags = notes + report["restored"] + [f"{cell} ran past its time limit" for cell in report["timeouts"]]
+    flags = notes + [f"{cell} ran past its time limit" for cell in report["timeouts"]]
     flags += [f"output of {where} cut at the grader's cap" for where in report.get("truncated", [])]
-    if report["tampering"]:
-        return Record(student, "not graded", "; ".join(report["tampering"]), flags, digest, seconds)
     if failure:
         return Record(student, "not graded", failure, flags, digest, seconds)
     if report["stopped"]:

@@ -65,9 +65,8 @@ class SandboxedExecute(Execute):
         scratch = Path(tempfile.mkdtemp(prefix="grading-"))
         scratch.chmod(0o755)
         self.kernel_manager_class = kernel_manager_class(scratch, self.memory_mb)
-        # "tampering" and "restored" stay empty (nothing a student does reaches the tests); classgrade reads them
-        report = {"stopped": None, "timeouts": [], "not_graded": [], "tampering": [], "restored": [], "seconds": {},
-                  "truncated": [], "process_cap": process_cap(scratch)[1]}
+        report = {"stopped": None, "timeouts": [], "not_graded": [], "seconds": {}, "truncated": [],
+                  "process_cap": process_cap(scratch)[1]}
         started = self._started = time.monotonic()
         self._kept, self._grader_cell, self._report = {}, False, report
         self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb)
