@@ -1,16 +1,23 @@
-"""Run a chapter's exercise answers against its tests in plain Python, on the checkpoint BERT_BOOK_CHECKPOINT names.
+"""Run chapters' exercise answers against their tests in plain Python, on the checkpoint BERT_BOOK_CHECKPOINT names.
 
-`python -m tests.classroom.answer_runner <chapter>` prints JSON: for each exercise, per test, "" when it passes, else
-its error, for the model solution, the `partial` answer and each tempting `wrong` answer. As in the notebook, an
-exercise sees the setup and the model solutions of the exercises before it; each answer runs in its own copy of that
-namespace; a test passes when its visible and hidden code raise nothing.
+`python -m tests.classroom.answer_runner CHAPTER [CHAPTER ...]` prints one JSON line: for each chapter, for each
+exercise, per test, "" when it passes, else its error, for the model solution, the `partial` answer and each tempting
+`wrong` answer (or, for a chapter whose run failed, {"error": its traceback}). As in the notebook, an exercise sees
+the setup and the model solutions of the exercises before it; each answer runs in its own copy of that namespace; a
+test passes when its visible and hidden code raise nothing. Each chapter runs in a child forked after the imports
+every chapter shares (torch, transformers, the helpers), so chapters share no state and pay for the imports once.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import pkgutil
 import sys
+import tempfile
 import traceback
+from pathlib import Path
 
 from tools.book.toc import ROOT
 from tools.classroom.schema import load_chapter
@@ -35,9 +42,6 @@ def _passes(namespace: dict, exercise, answer: str) -> list[str]:
 
 def run(chapter_name: str) -> dict:
     """{exercise id: {"solution": [...], "partial": [...] or None, "wrong": [[...], ...]}}, in the notebook's order."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     chapter = load_chapter(ROOT / "exercises" / f"{chapter_name}.yml")
     namespace: dict = {}
     exec(compile(chapter.setup, "<setup>", "exec"), namespace)
@@ -52,9 +56,37 @@ def run(chapter_name: str) -> dict:
     return results
 
 
+def _preload() -> None:
+    """Import what every chapter's setup imports, before any fork (no torch thread pool has started yet)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import helpers
+
+    for module in pkgutil.iter_modules(helpers.__path__):
+        importlib.import_module(f"helpers.{module.name}")
+
+
+def run_forked(chapter_name: str) -> dict:
+    """run(chapter_name) in a forked child; its error's traceback as {"error": ...} when it raised or died."""
+    with tempfile.TemporaryDirectory() as folder:
+        output = Path(folder) / "results.json"
+        pid = os.fork()
+        if pid == 0:  # the child: write the results, never return into the parent's code
+            code = 1
+            try:
+                output.write_text(json.dumps(run(chapter_name)))
+                code = 0
+            except BaseException:
+                output.write_text(json.dumps({"error": traceback.format_exc()}))
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if not output.exists():
+            return {"error": f"the child running {chapter_name} ended with wait status {status} and wrote nothing"}
+        return json.loads(output.read_text())
+
+
 if __name__ == "__main__":
-    try:
-        print(json.dumps(run(sys.argv[1])))
-    except Exception:
-        traceback.print_exc()
-        sys.exit(1)
+    _preload()
+    print(json.dumps({name: run_forked(name) for name in sys.argv[1:]}))
