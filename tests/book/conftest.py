@@ -44,6 +44,17 @@ def book_url():
     server.shutdown()
 
 
+def visit(tab, url: str):
+    """Open `url` in `tab` and return its response once the page, its images and its fonts have loaded.
+
+    Playwright's "networkidle" adds half a second of quiet to every load; the tests that need every request settled
+    (failed requests, bytes fetched) still wait for it, the others only for what they measure.
+    """
+    response = tab.goto(url, wait_until="load")
+    tab.evaluate("document.fonts.ready.then(() => null)")
+    return response
+
+
 def _chromium_or_skip():
     if Path(CHROMIUM).exists():
         return CHROMIUM

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.book.conftest import IN_CI, require_built_book
+from tests.book.conftest import IN_CI, require_built_book, visit
 from tools.book.toc import ROOT, toc_pages
 
 AXE = ROOT / "tests" / "book" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
@@ -41,7 +41,7 @@ def page_violations(browser, base_url: str, stem: str) -> dict[tuple[int, str], 
     context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
     context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
     tab = context.new_page()
-    tab.goto(f"{base_url}/{stem}.html", wait_until="networkidle")
+    visit(tab, f"{base_url}/{stem}.html")
     tab.add_script_tag(path=str(_axe_or_skip()))
     tab.add_style_tag(content=NO_TRANSITIONS)
     found, backgrounds = {}, set()
@@ -91,7 +91,7 @@ def test_axe_reports_a_planted_violation(browser, book_url):
     require_built_book()
     context = browser.new_context()
     tab = context.new_page()
-    tab.goto(f"{book_url}/{PAGES[0]}.html", wait_until="networkidle")
+    visit(tab, f"{book_url}/{PAGES[0]}.html")
     tab.evaluate("document.querySelector('main').append(document.createElement('img'))")
     tab.add_script_tag(path=str(_axe_or_skip()))
     results = tab.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
@@ -106,7 +106,7 @@ def test_every_formula_carries_mathml_for_screen_readers(browser, book_url):
     tab = context.new_page()
     formulas = {}
     for stem in PAGES:
-        tab.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+        visit(tab, f"{book_url}/{stem}.html")
         if tab.locator("main .math").count():
             formulas[stem] = (tab.locator(".bd-article .math").count(),  # the page's own text, not its contents list
                               tab.locator(".bd-article").get_by_role("math", include_hidden=True).count())

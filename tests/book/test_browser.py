@@ -9,6 +9,7 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 import yaml
 
+from tests.book.conftest import visit
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -59,7 +60,7 @@ def test_page_loads_without_errors_and_is_screenshotted(page, book_url, stem):
 
 @pytest.mark.parametrize("stem", [p for p in PAGES if is_notebook(p)])
 def test_every_figure_has_a_natural_size(page, book_url, stem):
-    page.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+    visit(page, f"{book_url}/{stem}.html")
     sizes = page.eval_on_selector_all("main img", "imgs => imgs.map(i => [i.src, i.naturalWidth, i.naturalHeight])")
     assert sizes, "a chapter without a single figure"
     assert [s for s in sizes if s[1] == 0 or s[2] == 0] == []
@@ -67,7 +68,7 @@ def test_every_figure_has_a_natural_size(page, book_url, stem):
 
 @pytest.mark.parametrize("stem", PAGES)
 def test_every_internal_link_resolves(page, book_url, stem):
-    page.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+    visit(page, f"{book_url}/{stem}.html")
     hrefs = set(page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"))
     for href in sorted(h for h in hrefs if h.startswith(book_url)):
         target, fragment = urldefrag(href)
@@ -80,7 +81,7 @@ def test_every_internal_link_resolves(page, book_url, stem):
 def test_math_renders_offline_on_every_page_with_math(page, book_url):
     with_math = {}
     for stem in PAGES:
-        page.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+        visit(page, f"{book_url}/{stem}.html")
         written = page.locator("main .math").count()  # what Sphinx wrote: inline spans and display divs
         if written:  # MathML written at build time (tools/book/sphinx_mathml.py), drawn by the browser
             with_math[stem] = (written, page.locator("main .math > math").count(),
@@ -91,7 +92,7 @@ def test_math_renders_offline_on_every_page_with_math(page, book_url):
 
 
 def test_search_finds_layernorm_in_the_sum_and_layernorm_chapter(page, book_url):
-    page.goto(f"{book_url}/search.html?q=LayerNorm", wait_until="networkidle")
+    visit(page, f"{book_url}/search.html?q=LayerNorm")
     page.wait_for_function("document.querySelector('#search-results')?.innerText.includes('Search finished')")
     results = page.eval_on_selector_all("#search-results a", "links => links.map(a => a.href)")
     assert any("sum_and_layernorm" in href for href in results), results
@@ -99,7 +100,7 @@ def test_search_finds_layernorm_in_the_sum_and_layernorm_chapter(page, book_url)
 
 
 def test_light_and_dark_switch(page, book_url):
-    page.goto(f"{book_url}/{PAGES[1]}.html", wait_until="networkidle")
+    visit(page, f"{book_url}/{PAGES[1]}.html")
     background = lambda: page.evaluate("getComputedStyle(document.body).backgroundColor")
     seen = {}
     for _ in range(3):  # the button cycles auto -> light -> dark (order depends on the start)
@@ -111,7 +112,7 @@ def test_light_and_dark_switch(page, book_url):
 
 @pytest.mark.parametrize("stem", [p for p in PAGES if is_notebook(p)])
 def test_launch_and_download_buttons(page, book_url, stem):
-    page.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+    visit(page, f"{book_url}/{stem}.html")
     org_repo = urlparse(CONFIG["repository"]["url"]).path.strip("/")
     branch = CONFIG["repository"]["branch"]
     hrefs = set(page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"))

@@ -14,7 +14,7 @@ import matplotlib
 import pytest
 import torch
 
-from tests.book.conftest import require_built_book
+from tests.book.conftest import require_built_book, visit
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -89,7 +89,7 @@ def shown(browser, book_url):
     tab = context.new_page()
     found = {}
     for name, (stem, _) in DIAGRAMS.items():
-        tab.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+        visit(tab, f"{book_url}/{stem}.html")
         found[name] = tab.evaluate("""name => { const img = document.querySelector(`figure#${name} img`);
             return img && [img.getBoundingClientRect().width, img.naturalWidth, img.naturalHeight]; }""", name)
     context.close()

@@ -11,6 +11,7 @@ import matplotlib as mpl
 import pytest
 
 from helpers.plots import apply_house_style
+from tests.book.conftest import visit
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
 PHONE = {"width": 390, "height": 844}
@@ -34,7 +35,7 @@ def figures_at(browser, url: str) -> list[dict]:
     """The cell-output figures of a page as a 390 px phone shows them (device pixel ratio 3, as on most phones)."""
     context = browser.new_context(viewport=PHONE, device_scale_factor=3)
     tab = context.new_page()
-    tab.goto(url, wait_until="networkidle")
+    visit(tab, url)
     found = tab.evaluate(MEASURE)
     context.close()
     return found

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.book.conftest import require_built_book
+from tests.book.conftest import require_built_book, visit
 from tools.book.toc import toc_pages
 
 WIDTHS = [390, 768, 1280]
@@ -39,7 +39,7 @@ def measured(browser, book_url):
     found = {}
     for stem in toc_pages():
         tab.set_viewport_size({"width": DESKTOP, "height": 900})
-        tab.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+        visit(tab, f"{book_url}/{stem}.html")
         for width in sorted(WIDTHS, reverse=True):
             tab.set_viewport_size({"width": width, "height": 900})
             found[stem, width] = tab.evaluate(MEASURE)

@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from tests.book.conftest import require_built_book
+from tests.book.conftest import require_built_book, visit
 from tests.book.test_pdf import pdf as book_pdf  # noqa: F401  (the fixture: the PDF, read with pypdf)
 from tools.book.sphinx_mathml import MATHML, mathml
 from tools.book.toc import toc_pages
@@ -62,7 +62,7 @@ def test_every_formula_is_drawn_natively_as_mathml(browser, book_url):
     tab = context.new_page()
     formulas = {}
     for stem in toc_pages():
-        tab.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+        visit(tab, f"{book_url}/{stem}.html")
         formulas[stem] = tab.evaluate(DRAWN)
     context.close()
     assert sum(map(len, formulas.values())) >= 100  # the check sees the book's formulas

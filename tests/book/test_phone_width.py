@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.book.conftest import require_built_book
+from tests.book.conftest import require_built_book, visit
 from tools.book.toc import toc_pages
 
 PHONE = {"width": 390, "height": 844}
@@ -30,6 +30,6 @@ def phone(browser):
 @pytest.mark.parametrize("stem", PAGES)
 def test_no_page_is_wider_than_a_phone(phone, book_url, stem):
     require_built_book()
-    phone.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
+    visit(phone, f"{book_url}/{stem}.html")
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"], (width, phone.evaluate(OVERFLOWING, PHONE["width"]))
