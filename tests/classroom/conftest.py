@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
 
 from tools.book.toc import ROOT
+from tools.classroom import sandbox
+from tools.classroom.classgrade import grade_class
 from tools.classroom.course import build_assignments
+from tools.classroom.grading import read_scores
 from tools.classroom.schema import load_chapters
 
 CHAPTERS = {chapter.name: chapter for chapter in load_chapters(ROOT / "exercises")}
@@ -26,3 +33,43 @@ def course(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("course")
     build_assignments(root, ROOT / "exercises")
     return root
+
+
+ATTACK = "attack-"  # the attacks' student ids: attack-<name>
+CELL_TIMEOUT = 10  # seconds for an answer cell here (the teacher's default is 30): the infinite loop costs that
+
+
+@pytest.fixture(scope="session")
+def bwrap():
+    """The grading sandbox must work wherever the tests run: a failed self-check is a failure with its reason."""
+    problem = sandbox.bwrap_problem()
+    if problem:
+        pytest.fail(f"the grading sandbox cannot run here: {problem}")
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="session")
+def graded_class(bwrap, course, tmp_path_factory):
+    """The simulated class and the attacks, graded once per session by `grade_class` over two workers: the records,
+    the scores, and the course configuration's hash before grading (test_sandbox.py and test_grading.py read it)."""
+    from tests.classroom.attacks import submit_attacks
+    from tests.classroom.simulated import kinds, submit_class
+
+    root = tmp_path_factory.mktemp("class") / "course"
+    shutil.copytree(course, root)
+    students = kinds(root)
+    submit_class(root, students)
+    submit_attacks(root, ATTACK)  # graded with the class: one grading run for both
+    config = sha(root / "nbgrader_config.py")
+    started = time.monotonic()
+    records = grade_class(root, MAIN, workers=2, cell_timeout=CELL_TIMEOUT, log=lambda line: None)
+    seconds = time.monotonic() - started
+    print(f"\nsimulated class of {len(students)}: {seconds:.0f} s over 2 workers")
+    scores = read_scores(root, MAIN)
+    for student, record in sorted(records.items()):
+        points = scores.get(student, {}).get("auto_score", "-")
+        print(f"  {student:24} {record.status:14} {points!s:>4} {record.seconds:6.1f} s  {record.reason[:60]}")
+    return SimpleNamespace(root=root, kinds=students, records=records, scores=scores, config=config)

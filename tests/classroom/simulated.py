@@ -15,7 +15,10 @@ PAD, WORDPIECE, FIFTH = CHAPTER.exercises  # 2, 3 and 2 autograded points (+3 by
 
 
 def solutions() -> dict[str, str]:
-    return {exercise.id: exercise.solution for exercise in CHAPTER.exercises}
+    """The model answers, the hand-graded written answer included."""
+    answers = {exercise.id: exercise.solution for exercise in CHAPTER.exercises}
+    answers.update({exercise.written_id: exercise.manual.answer for exercise in CHAPTER.exercises if exercise.manual})
+    return answers
 
 
 def with_answer(exercise, code: str) -> dict[str, str]:
@@ -131,7 +134,15 @@ def kinds(course: Path) -> dict[str, dict]:
         "reordered": dict(answers=solutions(), swap=(PAD.test_id(1), PAD.test_id(2)), status="refused",
                           points=None, reason="reordered"),
         "renamed": dict(answers=solutions(), name=f"{MAIN} (1).ipynb", status="refused", points=None,
-                        reason="expected"),
+                        reason=f"expected {MAIN}.ipynb, found {MAIN} (1).ipynb"),
+        # damaged files: refused with what to do, never a silent zero (nbgrader never sees them)
+        "broken-json": dict(answers=solutions(), cut=True, status="refused", points=None,
+                            reason="not a readable notebook (NotJSONError"),
+        "deleted-setup": dict(answers=solutions(), delete="setup", status="refused", points=None,
+                              reason="setup cell was deleted"),
+        # a deleted test cell: nbgrader puts it back from the source version and grades it
+        "deleted-test": dict(answers=solutions(), delete=WORDPIECE.test_id(1), status="graded", points=full,
+                             flag=f"test cell {WORDPIECE.test_id(1)!r} was deleted; nbgrader puts it back"),
         # a wrong norm and a torch.py beside the notebook: only the notebook reaches the sandbox
         "extra-files": dict(answers=with_answer(PAD, "pad_id = tokenizer.pad_token_id\npad_norm = 0.0"),
                             files={"torch.py": FAKE_TORCH, "ipykernel_launcher.py": "raise SystemExit(0)\n"},
@@ -158,8 +169,11 @@ def submit_class(course: Path, students: dict[str, dict]) -> None:
         if "swap" in kind:
             i, j = (ids.index(grade_id) for grade_id in kind["swap"])
             notebook.cells[i], notebook.cells[j] = notebook.cells[j], notebook.cells[i]
+        if "delete" in kind:
+            notebook.cells.pop(ids.index(kind["delete"]))
         folder = course / "submitted" / student / MAIN
         folder.mkdir(parents=True, exist_ok=True)
-        nbformat.write(notebook, folder / kind.get("name", f"{MAIN}.ipynb"))
+        text = nbformat.writes(notebook)
+        (folder / kind.get("name", f"{MAIN}.ipynb")).write_text(text[: len(text) // 2] if kind.get("cut") else text)
         for name, text in kind.get("files", {}).items():
             (folder / name).write_text(text)

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pytest
 
-from tests.classroom.attacks import ATTACKS, BASELINE, submit_attacks
-from tests.classroom.conftest import MAIN
-from tests.classroom.simulated import CHAPTER, kinds, solutions, submit_class
+from tests.classroom.attacks import ATTACKS, BASELINE
+from tests.classroom.conftest import ATTACK, CELL_TIMEOUT, MAIN, sha
+from tests.classroom.simulated import CHAPTER, kinds, solutions
 from tools.classroom import sandbox
 from tools.classroom.__main__ import main
 from tools.classroom.classgrade import grade_class, read_records
@@ -27,41 +24,6 @@ from tools.classroom.grading import fill_answers, read_scores
 from tools.classroom.schema import ExerciseError
 from tools.environment import ROOT
 from tools.testing.checkout import copy_checkout
-
-ATTACK = "attack-"  # the attacks' student ids: attack-<name>
-CELL_TIMEOUT = 10  # seconds for an answer cell here (the teacher's default is 30): the infinite loop costs that
-
-
-@pytest.fixture(scope="module")
-def bwrap():
-    """The grading sandbox must work wherever the tests run: a failed self-check is a failure with its reason."""
-    problem = sandbox.bwrap_problem()
-    if problem:
-        pytest.fail(f"the grading sandbox cannot run here: {problem}")
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def graded_class(bwrap, course, tmp_path_factory):
-    """The simulated class, graded by `grade_class` over two workers; the records, scores, and what it touched."""
-    root = tmp_path_factory.mktemp("class") / "course"
-    shutil.copytree(course, root)
-    students = kinds(root)
-    submit_class(root, students)
-    submit_attacks(root, ATTACK)  # graded with the class: one grading run for both
-    config = _sha(root / "nbgrader_config.py")
-    started = time.monotonic()
-    records = grade_class(root, MAIN, workers=2, cell_timeout=CELL_TIMEOUT, log=lambda line: None)
-    seconds = time.monotonic() - started
-    print(f"\nsimulated class of {len(students)}: {seconds:.0f} s over 2 workers")
-    scores = read_scores(root, MAIN)
-    for student, record in sorted(records.items()):
-        points = scores.get(student, {}).get("auto_score", "-")
-        print(f"  {student:24} {record.status:14} {points!s:>4} {record.seconds:6.1f} s  {record.reason[:60]}")
-    return SimpleNamespace(root=root, kinds=students, records=records, scores=scores, config=config)
 
 
 @pytest.mark.parametrize("student", list(kinds(Path("/course"))))
@@ -104,7 +66,7 @@ def test_student_code_cannot_read_or_write_outside_its_folder_nor_reach_the_netw
 
 
 def test_a_submission_cannot_change_the_course_configuration(graded_class):
-    assert _sha(graded_class.root / "nbgrader_config.py") == graded_class.config
+    assert sha(graded_class.root / "nbgrader_config.py") == graded_class.config
     assert not (graded_class.root / "pwned").exists()
     assert "could not tamper" in _outputs(graded_class.root, "config-tamperer", CHAPTER.exercises[0].answer_id)
 

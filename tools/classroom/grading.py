@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, gradebook_url, run_nbgrader
+from tools.classroom.course import COURSE_ID, gradebook_url
 from tools.classroom.schema import Chapter, ExerciseError
 
 
@@ -120,53 +119,3 @@ def read_scores(course_dir: Path | str, chapter_name: str) -> dict[str, dict]:
                 "cells": {name: (g.auto_score, g.max_score) for name, g in sorted(grades.items())},
             }
     return scores
-
-
-@dataclass
-class GradingReport:
-    """What `autograde` did: scores from the gradebook, submissions refused (with reasons), warnings, nbgrader's log."""
-
-    scores: dict[str, dict]
-    refused: dict[str, list[str]]
-    warnings: list[str]
-    log: str
-    returncode: int
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.refused
-
-
-def autograde(course_dir: Path | str, chapter_name: str, students: list[str] | None = None) -> GradingReport:
-    """Check the submissions of one chapter, run `nbgrader autograde` on the sound ones, read the gradebook."""
-    course_dir = Path(course_dir)
-    if not (course_dir / "source" / chapter_name / f"{chapter_name}.ipynb").exists():
-        raise ExerciseError(f"no assignment {chapter_name!r} under {course_dir / 'source'}; run `make assignments`")
-    submitted = course_dir / "submitted"
-    found = sorted(p.parent.name for p in submitted.glob(f"*/{chapter_name}") if p.is_dir())
-    students = found if students is None else students
-    if not students:
-        raise ExerciseError(f"no submissions for {chapter_name!r}: expected folders "
-                            f"{submitted}/<student>/{chapter_name}/{chapter_name}.ipynb")
-    refused, warnings = {}, []
-    for student in students:
-        errors, notes = check_submission(course_dir, chapter_name, student)
-        warnings += notes
-        if errors:
-            refused[student] = errors
-    graded = [s for s in students if s not in refused]
-    log, returncode = "", 0
-    if graded:
-        args = ["autograde", chapter_name, "--force"]
-        excluded = [s for s in found if s not in graded]  # refused, or not asked for
-        if excluded:
-            args.append(f"--CourseDirectory.student_id_exclude={','.join(excluded)}")
-        result = run_nbgrader(course_dir, *args, check=False)
-        log, returncode = result.stdout + result.stderr, result.returncode
-    scores = read_scores(course_dir, chapter_name) if graded else {}
-    for student in graded:
-        if student not in scores or not scores[student]["graded"]:
-            refused[student] = [f"submitted/{student}/{chapter_name}: nbgrader could not grade this submission; "
-                                "its log (printed above) says why"]
-    return GradingReport({s: scores[s] for s in graded if s not in refused}, refused, warnings, log, returncode)
-
