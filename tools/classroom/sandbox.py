@@ -126,9 +126,9 @@ def process_cap(scratch: Path) -> tuple[list[str], str]:
 def _open_parents(command: list[str]) -> list[str]:
     """chmod 755 the folders bwrap made for its mount points (it copies their modes: /root's 700 would lock out)."""
     bound = [Path(command[i + 2]) for i, word in enumerate(command) if word in ("--bind", "--ro-bind")]
-    bound += [Path(command[i + 1]) for i, word in enumerate(command) if word == "--tmpfs"]
-    made = {parent for path in bound for parent in path.parents if parent != Path("/")
-            and not any(parent == other or other in parent.parents for other in bound)}
+    tmpfs = [Path(command[i + 1]) for i, word in enumerate(command) if word == "--tmpfs"]  # keep their 1777
+    made = {parent for path in bound for parent in path.parents if parent != Path("/") and parent not in tmpfs
+            and not any(parent == other or other in parent.parents for other in bound)}  # not the host's folders
     return [word for parent in sorted(made) for word in ("--chmod", "0755", str(parent))]
 
 
@@ -195,8 +195,11 @@ def bwrap_problem() -> str | None:
         shutil.rmtree(scratch, ignore_errors=True)
         release(scratch)
     if result.returncode:
-        last = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
-        return f"the grading sandbox cannot run `{sys.executable} -c {SELF_CHECK!r}` (ROOT {ROOT}): {last[:300]}"
+        last = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1][:300]
+        if "ermission denied" in last and sandbox_uid(scratch) is not None:
+            last += (" (the sandbox runs as an unprivileged uid: the Python environment, the book's helpers/ and the "
+                     "checkpoint must be readable by every user)")
+        return f"the grading sandbox cannot run `{sys.executable} -c {SELF_CHECK!r}` (ROOT {ROOT}): {last}"
     return None
 
 
