@@ -185,6 +185,21 @@ def json_escaped(line: str) -> str:
     return json.dumps(line)[1:-1]
 
 
+def test_feedback_says_not_graded_where_nothing_was_earned_and_names_the_cap(graded_class):
+    """The real run: the crasher's cells after its crash say "not graded", the renamed notebook's page its reason;
+    every record names the process cap that bound its sandbox (as root: the sandbox's own uid)."""
+    from tools.classroom.feedback import write_feedback
+
+    rows = {row["student"]: row for row in write_feedback(graded_class.root, MAIN, ["crasher", "renamed"])}
+    crasher, renamed = (row["page"].read_text() for row in (rows["crasher"], rows["renamed"]))
+    missed = graded_class.records["crasher"].not_graded_cells
+    assert missed and all(f'name="{grade_id}"' not in crasher for grade_id in missed)  # no "Score: 0.0 / 2.0"
+    assert "Partly graded" in crasher and "the kernel died" in crasher
+    assert "Not graded (refused): " in renamed and "Score" not in renamed
+    caps = {record.process_cap for record in graded_class.records.values() if record.status != "refused"}
+    assert caps and not any(cap.startswith("none") or not cap for cap in caps), caps
+
+
 def test_output_is_capped_before_it_is_written(graded_class):
     from tools.classroom.execute import CELL_OUTPUT_CAP
 

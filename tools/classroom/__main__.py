@@ -11,6 +11,7 @@ from tools.classroom.book_sync import BOOK_DIR, TEACHERS_PAGE, check_book, sync_
 from tools.classroom.classgrade import CELL_TIMEOUT, grade_class
 from tools.classroom.course import COURSE_DIR, build_assignments, nbgrader_main
 from tools.classroom.export import COLUMNS, write_gradebook
+from tools.classroom.feedback import write_feedback
 from tools.classroom.grading import read_scores
 from tools.classroom.one import grade_one
 from tools.classroom.schema import ExerciseError
@@ -73,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("chapter")
     export.add_argument("--output", type=Path, help="CSV file (default: <course-dir>/grades-<chapter>.csv)")
     export.add_argument("--course-dir", type=Path, default=COURSE_DIR)
+    feedback = commands.add_parser("feedback", help="write the feedback pages: the hidden checks left out, and "
+                                   "'not graded: <reason>' instead of a score where there is none")
+    feedback.add_argument("chapter")
+    feedback.add_argument("--student", action="append", help="only this student (repeatable)")
+    feedback.add_argument("--course-dir", type=Path, default=COURSE_DIR)
     show = commands.add_parser("scores", help="print the scores in nbgrader's gradebook")
     show.add_argument("chapter")
     show.add_argument("--course-dir", type=Path, default=COURSE_DIR)
@@ -122,6 +128,12 @@ def main(argv: list[str] | None = None) -> int:
                       ("graded", "partly graded", "not graded", "refused")}
             print(f"{target}: {len(rows)} rows ({', '.join(f'{n} {s}' for s, n in counts.items())}); columns: "
                   f"{', '.join(COLUMNS)}")
+        elif args.command == "feedback":
+            rows = write_feedback(args.course_dir, args.chapter, args.student)
+            print(f"{args.course_dir / 'feedback'}: {len(rows)} pages; those without a score say why:")
+            for row in rows:
+                print(f"  {row['student']:20} {row['feedback']}")
+            return 0 if all(row["status"] == "graded" for row in rows) else 1
         elif args.command == "scores":
             _print_scores(args.chapter, read_scores(args.course_dir, args.chapter))
     except ExerciseError as error:

@@ -41,6 +41,7 @@ class Record:
     digest: str = ""
     seconds: float = 0.0
     not_graded_cells: list[str] = field(default_factory=list)
+    process_cap: str = ""  # which cap bound the sandbox's processes (sandbox.process_cap)
 
 
 def records_dir(course_dir: Path, chapter: str) -> Path:
@@ -127,11 +128,12 @@ def _record(student: str, digest: str, seconds: float, report: dict | None, fail
                       seconds)
     flags = notes + [f"{cell} ran past its time limit" for cell in report["timeouts"]]
     flags += [f"output of {where} cut at the grader's cap" for where in report.get("truncated", [])]
+    cap = report.get("process_cap", "")
     if failure:
-        return Record(student, "not graded", failure, flags, digest, seconds)
+        return Record(student, "not graded", failure, flags, digest, seconds, process_cap=cap)
     if report["stopped"]:
-        return Record(student, "partly graded", report["stopped"], flags, digest, seconds, report["not_graded"])
-    return Record(student, "graded", "", flags, digest, seconds)
+        return Record(student, "partly graded", report["stopped"], flags, digest, seconds, report["not_graded"], cap)
+    return Record(student, "graded", "", flags, digest, seconds, process_cap=cap)
 
 
 ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt|Timeout)\w*)(?::\s*(.*))?$")

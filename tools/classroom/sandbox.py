@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import shutil
 import subprocess
@@ -62,17 +64,72 @@ def release(scratch: Path) -> None:
                 time.sleep(0.1)
 
 
+# When the grader is root, each sandbox's processes run as an unprivileged user of their own: RLIMIT_NPROC counts a
+# user's processes and does not bind root, and a sandbox that escapes is nobody. bwrap still mounts as root (the
+# Python it binds may sit under a folder only root can enter); the process inside it switches uid before it runs
+# Python. The uids come from a range systemd leaves unassigned (above the containers' 524288-1879048191), one per
+# sandbox, from its scratch folder's random name.
+SANDBOX_UID_BASE, SANDBOX_UID_SPAN = 1_900_000_000, 1 << 24
+# bwrap's namespaces but the user one, which would map the sandbox's uids back to root; and the two capabilities the
+# first process inside needs to switch to the sandbox's uid (setpriv drops them with root).
+AS_ROOT = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+           "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+
+
+def sandbox_uid(scratch: Path) -> int | None:
+    """The uid a sandbox around `scratch` runs as: its own unprivileged one if the grader is root, else None."""
+    if os.geteuid() != 0 or _drop_problem():
+        return None
+    digest = hashlib.sha256(Path(scratch).name.encode()).digest()
+    return SANDBOX_UID_BASE + int.from_bytes(digest[:8], "big") % SANDBOX_UID_SPAN
+
+
+def _setpriv(uid: int) -> list[str]:
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+
+
+@functools.cache
+def _drop_problem() -> str:
+    """'' if a process in bwrap can switch to an unprivileged uid here (root, setpriv), else why not."""
+    if os.geteuid() != 0:
+        return "the grader is not root"
+    if shutil.which("setpriv") is None or shutil.which("bwrap") is None:
+        return "setpriv or bwrap not found"
+    try:
+        result = subprocess.run(["bwrap", "--ro-bind", "/", "/", *AS_ROOT, "--", *_setpriv(SANDBOX_UID_BASE), "true"],
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    return "" if result.returncode == 0 else (result.stderr.strip() or f"exit status {result.returncode}")[:200]
+
+
 def process_cap(scratch: Path) -> tuple[list[str], str]:
-    """(command prefix, how the number of processes is capped): a pids cgroup, else RLIMIT_NPROC (not for root)."""
+    """(command prefix, how the number of processes is capped): a pids cgroup, and RLIMIT_NPROC as a plain user."""
     group = _pids_cgroup(scratch)
+    prefix, caps = [], []
     if group is not None:
-        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")], \
-            f"pids cgroup (pids.max {PROCESS_LIMIT})"
-    if os.geteuid() != 0:  # RLIMIT_NPROC counts every process of the user: room for theirs, and the limit
+        prefix = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
+        caps.append(f"pids cgroup (pids.max {PROCESS_LIMIT})")
+    uid = sandbox_uid(scratch)
+    if uid is not None:  # set inside bwrap (bwrap_command): a fresh uid has no process yet, so the cap is the sandbox's
+        caps.append(f"RLIMIT_NPROC {PROCESS_LIMIT} as uid {uid}, not root")
+    elif os.geteuid() != 0:  # RLIMIT_NPROC counts every process of the user: room for theirs, and the limit
         running = sum(1 for entry in Path("/proc").iterdir() if entry.name.isdigit()
                       and entry.stat().st_uid == os.geteuid())
-        return ["prlimit", f"--nproc={running + PROCESS_LIMIT}"], f"RLIMIT_NPROC ({running} + {PROCESS_LIMIT})"
-    return [], "none: root without a writable pids cgroup (RLIMIT_NPROC does not bind root)"
+        prefix += ["prlimit", f"--nproc={running + PROCESS_LIMIT}"]
+        caps.append(f"RLIMIT_NPROC ({running} + {PROCESS_LIMIT})")
+    if caps:
+        return prefix, " and ".join(caps)
+    return [], f"none: root without a writable pids cgroup, and no unprivileged uid ({_drop_problem()})"
+
+
+def _open_parents(command: list[str]) -> list[str]:
+    """chmod 755 the folders bwrap made for its mount points (it copies their modes: /root's 700 would lock out)."""
+    bound = [Path(command[i + 2]) for i, word in enumerate(command) if word in ("--bind", "--ro-bind")]
+    tmpfs = [Path(command[i + 1]) for i, word in enumerate(command) if word == "--tmpfs"]  # keep their 1777
+    made = {parent for path in bound for parent in path.parents if parent != Path("/") and parent not in tmpfs
+            and not any(parent == other or other in parent.parents for other in bound)}  # not the host's folders
+    return [word for parent in sorted(made) for word in ("--chmod", "0755", str(parent))]
 
 
 def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: list[Path] = ()) -> list[str]:
@@ -82,7 +139,7 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
         raise FileNotFoundError(f"bwrap not found: {INSTALL_HINT}")
     # Mounts apply in order: /tmp first, so that a checkout, a venv or a scratch folder under /tmp is bound over it
     # instead of being hidden by it.
-    command = [bwrap, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
+    command = [bwrap, "--perms", "1777", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]  # /tmp for any uid
     for name in ETC:  # what the dynamic linker, fonts and certificates need; not /etc/shadow and the like
         if (Path("/etc") / name).exists():
             command += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -97,9 +154,13 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     # The book's helpers only: the rest of the repository (exercises/, with solutions and hidden tests) stays out.
     for path in [ROOT / "helpers", *read_only]:  # the grader's trusted process also gets tools/
         command += ["--ro-bind", str(path), str(path)]
-    command += ["--bind", str(scratch), str(scratch), "--dev", "/dev", "--proc", "/proc",
-                "--unshare-all", "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", str(scratch),
-                "--clearenv"]
+    command += ["--bind", str(scratch), str(scratch)]
+    uid = sandbox_uid(scratch)
+    if uid is not None:
+        command += _open_parents(command)
+    command += ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
+                *(["--unshare-all"] if uid is None else AS_ROOT), "--die-with-parent", "--new-session",
+                "--remount-ro", "/", "--chdir", str(scratch), "--clearenv"]
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(scratch), "PYTHONPATH": str(ROOT),
            "MPLCONFIGDIR": str(scratch / ".matplotlib"), **OFFLINE, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get("BERT_BOOK_CHECKPOINT", "")}
@@ -109,7 +170,11 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     # RLIMIT_DATA caps heap and anonymous memory (what a tensor or a list takes), not the shared libraries mapped
     # from disk: torch keeps working, and an allocation past the cap raises MemoryError in the student's cell.
     limit = memory_mb * 1024 * 1024
-    return process_cap(scratch)[0] + command + ["--", "prlimit", f"--data={limit}:{limit}", "--core=0"]
+    inside = ["prlimit", f"--data={limit}:{limit}", "--core=0"]
+    if uid is not None:  # its only writable folder is its own; what it reads must be world-readable
+        os.chown(scratch, uid, uid)
+        inside = [*_setpriv(uid), *inside, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}"]
+    return process_cap(scratch)[0] + command + ["--", *inside]
 
 
 # What the grading kernel imports before any cell runs: ipykernel, and the book's helpers (torch with them).
@@ -130,8 +195,11 @@ def bwrap_problem() -> str | None:
         shutil.rmtree(scratch, ignore_errors=True)
         release(scratch)
     if result.returncode:
-        last = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
-        return f"the grading sandbox cannot run `{sys.executable} -c {SELF_CHECK!r}` (ROOT {ROOT}): {last[:300]}"
+        last = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1][:300]
+        if "ermission denied" in last and sandbox_uid(scratch) is not None:
+            last += (" (the sandbox runs as an unprivileged uid: the Python environment, the book's helpers/ and the "
+                     "checkpoint must be readable by every user)")
+        return f"the grading sandbox cannot run `{sys.executable} -c {SELF_CHECK!r}` (ROOT {ROOT}): {last}"
     return None
 
 
@@ -150,6 +218,12 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> typ
             self._kernel_spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f",
                                                  "{connection_file}"], display_name="Python 3 (sandboxed)",
                                            language="python", interrupt_mode="message")
+
+        def write_connection_file(self, **kwargs):
+            super().write_connection_file(**kwargs)  # 0600: readable by the kernel's own uid only
+            uid = sandbox_uid(scratch)
+            if uid is not None:
+                os.chown(self.connection_file, uid, uid)
 
         async def start_kernel(self, **kwargs):
             kwargs.setdefault("stdout", subprocess.DEVNULL)  # ipykernel's banner; the notebook gets the output
