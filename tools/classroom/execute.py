@@ -140,6 +140,9 @@ class SandboxedExecute(Execute):
         stopped, last, self._dead, count = None, "the kernel's start", False, 0
         setup = next((cell.source for cell in nb.cells if _grade_id(cell) == "setup"), "")
         self._tests.start(setup, self.setup_timeout)  # the trusted copy of the setup runs beside the notebook
+        # The kernel is killed at the end, not asked to shut down: its sandbox (bwrap --die-with-parent, its own
+        # pid namespace) dies with it, and nothing in it is worth a polite exit (1.5-2.5 s each).
+        self.shutdown_kernel = "immediate"
         with self.setup_kernel():
             self.nb.metadata["language_info"] = self.wait_for_reply(self.kc.kernel_info())["content"][
                 "language_info"]
