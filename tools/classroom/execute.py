@@ -58,6 +58,7 @@ class SandboxedExecute(Execute):
     notebook_timeout = Integer(NOTEBOOK_LIMIT, help="seconds for the whole notebook, tests included").tag(config=True)
     memory_mb = Integer(MEMORY_LIMIT_MB, help="the kernel's memory cap (RLIMIT_DATA), in MiB").tag(config=True)
     report_path = Unicode("", help="where to write the JSON report of the run").tag(config=True)
+    trusted_server = Unicode("", help="the socket of a warm trusted server (warm.py), or ''").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         # The submission contributes its notebook only: a torch.py or an ipykernel_launcher.py handed in beside it
@@ -69,7 +70,7 @@ class SandboxedExecute(Execute):
                   "process_cap": process_cap(scratch)[1]}
         started = self._started = time.monotonic()
         self._kept, self._grader_cell, self._report = {}, False, report
-        self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb)
+        self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb, self.trusted_server)
         try:
             self._run(nb, resources, km, report, started)
         finally:
