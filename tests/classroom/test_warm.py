@@ -7,6 +7,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from tools.classroom import warm
@@ -92,9 +93,20 @@ def test_another_setup_is_refused_by_the_server_and_run_in_a_process_of_its_own(
         tests.close()
 
 
+def _notebook(setup: str, test: str) -> str:
+    cells = [nbformat.v4.new_code_cell(setup, metadata={"nbgrader": {"grade_id": "setup"}}),
+             nbformat.v4.new_code_cell(test, metadata={"nbgrader": {"grade_id": "t", "grade": True, "points": 1}})]
+    return nbformat.writes(nbformat.v4.new_notebook(cells=cells))
+
+
+def test_the_server_reads_the_setup_and_what_the_tests_import():
+    notebook = _notebook(SETUP, "import math\nfrom sklearn.metrics import pairwise as p\nassert True\n")
+    assert warm.course_code(notebook) == (SETUP, ("math", "sklearn.metrics"))
+
+
 def test_no_server_for_a_setup_that_fails():
-    assert warm.server_for("raise RuntimeError('broken setup')") == ""
-    assert warm.server_for("") == ""
+    assert warm.server_for(_notebook("raise RuntimeError('broken setup')", "assert True")) == ""
+    assert warm.server_for(_notebook("", "assert True")) == ""
     warm.stop_all()
 
 

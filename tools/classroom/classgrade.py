@@ -206,7 +206,7 @@ def preflight(course_dir: Path, chapter: str) -> None:
     if problem:
         raise ExerciseError(f"cannot grade: {problem}. The grading environment is broken; nobody was graded")
     source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
-    server = warm.server_for(warm.setup_source(nbformat.writes(source)))  # warm for the local worker too
+    server = warm.server_for(nbformat.writes(source))  # warm for the local worker too
     with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
         report_path = Path(folder) / "report.json"
         SandboxedExecute(report_path=str(report_path), trusted_server=server).preprocess(

@@ -48,7 +48,7 @@ def grade_remote(task: dict) -> dict:
     submitted.mkdir(parents=True, exist_ok=True)
     (submitted / f"{chapter}.ipynb").write_text(task["notebook"])
     try:
-        server = warm.server_for(warm.setup_source(task["source"]))  # this worker's, warm after its first task
+        server = warm.server_for(task["source"])  # this worker's, warm after its first task
         record = classgrade.grade_student(course, chapter, student, task["digest"], task["notes"],
                                           task["cell_timeout"], server)
         graded = course / "autograded" / student / chapter / f"{chapter}.ipynb"

@@ -11,6 +11,7 @@ import ast
 import base64
 import builtins
 import contextlib
+import importlib
 import io
 import os
 import pickle
@@ -243,14 +244,18 @@ def _reap(children: set[int]) -> None:
 
 
 def server(path: str, out: int) -> None:
-    """Run the setup once (its source from stdin), then fork a fresh copy of the result for each submission.
+    """Run the setup once (its source from stdin, with modules to import), then fork a copy for each submission.
 
     A connection to the Unix socket at `path` sends one frame: {"op": "fork", "setup": source} gets a child that
     answers on that connection as `serve` does, its first frame the setup's result and its pid; {"op": "kill", "pid"}
     ends such a child. The server never runs student code, nor reads anything a submission wrote.
     """
-    namespace, source = {"__name__": "__main__"}, frames.receive(0)["source"]
+    request = frames.receive(0)
+    namespace, source = {"__name__": "__main__"}, request["source"]
     setup = _setup(namespace, Link(-1, -1), source)
+    for module in request.get("preload", []):  # what the course's test cells import: once here, not per fork
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(8)

@@ -9,6 +9,7 @@ and loading the checkpoint, once per submission.
 
 from __future__ import annotations
 
+import ast
 import atexit
 import contextlib
 import shutil
@@ -30,7 +31,7 @@ _SERVERS: dict[str, TrustedServer] = {}  # setup source -> this process's server
 class TrustedServer:
     """The sandboxed server process and its socket; `ready` once its setup passed."""
 
-    def __init__(self, setup: str, memory_mb: int = sandbox.MEMORY_LIMIT_MB):
+    def __init__(self, setup: str, preload: tuple[str, ...] = (), memory_mb: int = sandbox.MEMORY_LIMIT_MB):
         self.scratch = Path(tempfile.mkdtemp(prefix="grading-trusted-"))
         self.socket = self.scratch / "trusted.sock"
         command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"])
@@ -38,7 +39,7 @@ class TrustedServer:
                                          str(self.socket)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL)
         try:
-            frames.send(self.process.stdin.fileno(), {"op": "setup", "source": setup})
+            frames.send(self.process.stdin.fileno(), {"op": "setup", "source": setup, "preload": list(preload)})
             ready = frames.receive(self.process.stdout.fileno(), time.monotonic() + SETUP_LIMIT)
         except (frames.FrameError, OSError):
             ready = {}
@@ -57,21 +58,33 @@ class TrustedServer:
         sandbox.release(self.scratch)
 
 
-def setup_source(notebook: str) -> str:
-    """The source of a notebook's setup cell (grade_id 'setup'), or ''."""
+def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
+    """A source notebook's setup cell (grade_id 'setup'), and the modules its test cells import."""
+    from tools.classroom.execute import is_test
+
     cells = nbformat.reads(notebook, as_version=4).cells
-    return next((cell.source for cell in cells if cell.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
+    setup = next((cell.source for cell in cells if cell.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
+    modules = set()
+    for cell in cells:
+        with contextlib.suppress(SyntaxError):
+            for node in ast.walk(ast.parse(cell.source)) if is_test(cell) else ():
+                if isinstance(node, ast.Import):
+                    modules.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules.add(node.module)
+    return setup, tuple(sorted(modules))
 
 
-def server_for(setup: str) -> str:
-    """The socket of this process's server for `setup`, started on first use; '' where none can run it."""
+def server_for(notebook: str) -> str:
+    """The socket of this process's server for a source notebook's setup, started on first use; '' if none runs it."""
+    setup, preload = course_code(notebook)
     if not setup:
         return ""
     server = _SERVERS.get(setup)
     if server is None or (server.ready and not server.alive()):  # a setup that failed once is not retried
         stop_all()  # one chapter at a time: an older server is closed, a dead one replaced
         with contextlib.suppress(OSError):
-            server = _SERVERS[setup] = TrustedServer(setup)
+            server = _SERVERS[setup] = TrustedServer(setup, preload)
     return str(server.socket) if server is not None and server.alive() else ""
 
 
