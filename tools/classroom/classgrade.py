@@ -247,6 +247,10 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
         checked[student] = (digest, notes)
     if todo:
         preflight(course_dir, chapter)
+        if workers > 1 or scheduler:  # the preflight's warm trusted server serves a local worker only
+            from tools.classroom import warm
+
+            warm.stop_all()
     where = f"the Dask scheduler at {scheduler}" if scheduler else f"{workers} workers"
     log(f"{chapter}: grading {len(todo)} submissions on {where} "
         f"({len(students) - len(todo)} unchanged or refused)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import atexit
 import contextlib
+import functools
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,7 @@ class TrustedServer:
         sandbox.release(self.scratch)
 
 
+@functools.lru_cache(maxsize=4)
 def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
     """A source notebook's setup cell (grade_id 'setup'), and the modules its test cells import."""
     from tools.classroom.execute import is_test
