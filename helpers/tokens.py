@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
+from sklearn.decomposition import PCA
+from sklearn.metrics.pairwise import cosine_similarity
 from torch import nn
 
 from helpers import validation
@@ -243,8 +245,6 @@ def nearest_tokens(model, tokenizer, word: str, k: int = 5) -> list[Neighbour]:
     if not 1 <= k < rows:
         raise ValueError(f"k must be between 1 and {rows - 1} (the other tokens of the vocabulary), got {k}.")
     table = table[:rows].float().numpy()
-    from sklearn.metrics.pairwise import cosine_similarity  # here: scikit-learn costs a second to import
-
     similarity = cosine_similarity(table[query:query + 1], table)[0]  # (vocab,)
     similarity[query] = -np.inf  # the word itself is not its own neighbour
     order = np.lexsort((np.arange(rows), -similarity))[:k]  # highest cosine first, then smaller id
@@ -298,8 +298,6 @@ def word_group_pca(model, tokenizer, groups: Mapping[str, Sequence[str]], n_comp
     if len(words) <= n_components:
         raise ValueError(f"PCA with {n_components} components needs more than {n_components} words, got {len(words)}.")
     vectors = token_matrix(model, tokenizer, words).float().numpy()  # (words, hidden)
-    from sklearn.decomposition import PCA  # here: scikit-learn costs a second to import
-
     pca = PCA(n_components=n_components, svd_solver="full")
     coords = pca.fit_transform(vectors)  # (words, n_components)
     return GroupProjection(coords, words, labels, pca.explained_variance_ratio_)
