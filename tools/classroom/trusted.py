@@ -219,15 +219,15 @@ def serve(inp: int, out: int, namespace: dict, setup: dict | None = None) -> Non
     link = Link(inp, out)
     link.know_setup(namespace)
     known = {name for name in namespace if not name.startswith("__")}
+    if setup is not None:  # a fork of the server, which ran the setup
+        frames.send(out, {"op": "result", **setup, "seconds": 0.0})
     while True:
         try:
-            message = frames.receive(inp) if setup is None else {"op": "done"}
+            message = frames.receive(inp)
         except frames.FrameError:
             return
         started = time.monotonic()
-        if message["op"] == "done":
-            result, setup = dict(setup), None
-        elif message["op"] == "setup":
+        if message["op"] == "setup":
             result = _setup(namespace, link, message["source"])
             known = {name for name in namespace if not name.startswith("__")}
         else:

@@ -45,6 +45,8 @@ class TrustedServer:
         except (frames.FrameError, OSError):
             ready = {}
         self.ready = ready.get("op") == "ready" and ready.get("status") == "passed"
+        if not self.ready:  # a fresh process per submission will report why
+            self.close()
 
     def alive(self) -> bool:
         return self.ready and self.process.poll() is None
