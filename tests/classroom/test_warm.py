@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -102,6 +103,25 @@ def _notebook(setup: str, test: str) -> str:
 def test_the_server_reads_the_setup_and_what_the_tests_import():
     notebook = _notebook(SETUP, "import math\nfrom sklearn.metrics import pairwise as p\nassert True\n")
     assert warm.course_code(notebook) == (SETUP, ("math", "sklearn.metrics"))
+
+
+def test_a_new_server_removes_the_folders_of_servers_that_are_gone(server):
+    gone = warm.TrustedServer(SETUP)
+    gone.process.kill()  # as when a Dask worker is stopped: no exit handler removes its folder
+    gone.process.wait()
+    for _ in range(50):  # its sandbox ends with it, a moment later; the folder is left
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            if probe.connect_ex(str(gone.socket)):
+                break
+        time.sleep(0.1)
+    assert gone.scratch.exists()
+    newer = warm.TrustedServer(SETUP)
+    try:
+        assert not gone.scratch.exists()
+        assert server.scratch.exists() and server.alive()  # the control: a live server's folder stays
+    finally:
+        newer.close()
+        gone.close()
 
 
 def test_no_server_for_a_setup_that_fails():

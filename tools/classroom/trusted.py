@@ -266,7 +266,7 @@ def server(path: str, out: int) -> None:
         _reap(children)
         try:
             message = frames.receive(connection.fileno(), time.monotonic() + 10)
-        except frames.FrameError:
+        except (frames.FrameError, OSError):  # a caller that hung up costs it nothing
             connection.close()
             continue
         if message.get("op") == "kill" and message.get("pid") in children:
@@ -284,7 +284,8 @@ def server(path: str, out: int) -> None:
                     os._exit(0)
             children.add(pid)
         else:
-            frames.send(connection.fileno(), {"op": "refused"})
+            with contextlib.suppress(OSError):
+                frames.send(connection.fileno(), {"op": "refused"})
         connection.close()
 
 

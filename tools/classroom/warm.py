@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import functools
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ class TrustedServer:
     """The sandboxed server process and its socket; `ready` once its setup passed."""
 
     def __init__(self, setup: str, preload: tuple[str, ...] = (), memory_mb: int = sandbox.MEMORY_LIMIT_MB):
+        _remove_stale()
         self.scratch = Path(tempfile.mkdtemp(prefix="grading-trusted-"))
         self.socket = self.scratch / "trusted.sock"
         command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"])
@@ -59,6 +61,19 @@ class TrustedServer:
             pipe.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
         sandbox.release(self.scratch)
+
+
+def _remove_stale() -> None:
+    """Remove the folders of servers that are gone (a stopped Dask worker runs no exit handler): nothing listens."""
+    for path in Path(tempfile.gettempdir()).glob("grading-trusted-*/trusted.sock"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(path))
+                frames.send(probe.fileno(), {"op": "ping"})  # a live server answers "refused" at once
+            except ConnectionRefusedError:
+                shutil.rmtree(path.parent, ignore_errors=True)
+            except OSError:
+                continue
 
 
 @functools.lru_cache(maxsize=4)
