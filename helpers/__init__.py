@@ -23,28 +23,51 @@
     notebook            setup(): seeds, print options, plot style
     validation          the argument checks every helper shares: integers, sizes, ids, families (when things go wrong)
 
-Every module lists its public names in __all__; `from helpers import name` finds each of them here.
+Every module lists its public names in __all__; `from helpers import name` finds each of them here. The package
+imports a module on first use (PEP 562), so `import helpers.checkpoint` does not pay for matplotlib or scikit-learn.
 """
 
-from helpers.anatomy import *  # noqa: F403
-from helpers.checkpoint import *  # noqa: F403
-from helpers.families import *  # noqa: F403
-from helpers.findings import *  # noqa: F403
-from helpers.input_layers import *  # noqa: F403
-from helpers.layernorm import *  # noqa: F403
-from helpers.long_inputs import *  # noqa: F403
-from helpers.notebook import *  # noqa: F403
-from helpers.plots import *  # noqa: F403
-from helpers.position_figures import *  # noqa: F403
-from helpers.position_rows import *  # noqa: F403
-from helpers.position_schemes import *  # noqa: F403
-from helpers.positions import *  # noqa: F403
-from helpers.relative_positions import *  # noqa: F403
-from helpers.scratch import *  # noqa: F403
-from helpers.segments import *  # noqa: F403
-from helpers.sinusoids import *  # noqa: F403
-from helpers.tables import *  # noqa: F403
-from helpers.token_figures import *  # noqa: F403
-from helpers.tokens import *  # noqa: F403
-from helpers.training import *  # noqa: F403
-from helpers.validation import *  # noqa: F403
+from __future__ import annotations
+
+import ast
+from importlib import import_module
+from pathlib import Path
+
+MODULES = ("anatomy", "checkpoint", "families", "findings", "input_layers", "layernorm", "long_inputs", "notebook",
+           "plots", "position_figures", "position_rows", "position_schemes", "positions", "relative_positions",
+           "scratch", "segments", "sinusoids", "tables", "token_figures", "tokens", "training", "validation")
+_OWNERS: dict[str, str] = {}  # public name -> the module that defines it, read from each module's __all__
+
+
+def _listed(module: str) -> list[str]:
+    """The names a module's `__all__ = [...]` and `__all__ += [...]` lines list, read without importing it."""
+    names = []
+    for node in ast.parse((Path(__file__).parent / f"{module}.py").read_text()).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(
+            node, "target", None)
+        if isinstance(node, (ast.Assign, ast.AugAssign)) and isinstance(target, ast.Name) and target.id == "__all__":
+            names += ast.literal_eval(node.value)
+    return names
+
+
+def _owners() -> dict[str, str]:
+    if not _OWNERS:
+        _OWNERS.update({name: module for module in MODULES for name in _listed(module)})
+    return _OWNERS
+
+
+def __getattr__(name: str):
+    """A submodule, or a public name of one, imported on first use."""
+    if name in MODULES:
+        return import_module(f"helpers.{name}")
+    if name == "__all__":
+        return sorted(_owners())
+    if name in _owners():
+        value = getattr(import_module(f"helpers.{_owners()[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'helpers' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *MODULES, *_owners()})

@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import save
 
-from tools.classroom import sandbox
+from tools.classroom import sandbox, warm
 from tools.classroom.relay import TrustedTests, kernel_cell
 from tools.classroom.trusted import HIDDEN_NOTE, Remote, free_names, split_test
 from tools.classroom.wire import Handle, Unsupported, WireError, decode, encode
@@ -105,9 +105,13 @@ TEST = ("assert isinstance({name}, int)\n### BEGIN HIDDEN TESTS\nassert {name} =
         "### END HIDDEN TESTS")
 
 
-@pytest.fixture(scope="module")
-def trusted():
-    """A trusted process (in its sandbox) whose 'kernel' is a namespace of this process holding the answers."""
+SETUP = "import torch\nmodel = torch.nn.Linear(2, 2)\n"
+
+
+@pytest.fixture(scope="module", params=["fresh", "warm"])
+def trusted(request):
+    """A trusted process (in its sandbox) whose 'kernel' is a namespace of this process holding the answers: a
+    fresh process that runs the setup, or a fork of a warm server that ran it (warm.py); the same checks hold."""
     scratch = Path(tempfile.mkdtemp(prefix="grading-test-"))
     student: dict = {}
     exec(STUDENT + "model = torch.nn.Linear(2, 2)\n", student)  # noqa: S102
@@ -115,10 +119,14 @@ def trusted():
     def run_in_kernel(code, timeout):
         exec(code, student)  # noqa: S102 (the kernel cell, run where the answers are)
 
-    tests = TrustedTests(scratch, run_in_kernel)
-    tests.start("import torch\nmodel = torch.nn.Linear(2, 2)\n", 300)
+    server = warm.TrustedServer(SETUP) if request.param == "warm" else None
+    tests = TrustedTests(scratch, run_in_kernel, server=str(server.socket) if server else "")
+    tests.start(SETUP, 300)
     yield tests
+    assert (tests.process is None) == bool(server)  # warm: every test ran in a fork, no process of its own
     tests.close()
+    if server:
+        server.close()
     shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.classroom.conftest import MAIN, released
-from tools.classroom import classgrade
+from tools.classroom import classgrade, warm
 from tools.classroom.classgrade import RUNNING, Record, grade_class, read_records, real_error
 
 
@@ -27,7 +27,7 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course
         nbformat.write(released(root, MAIN), folder / f"{MAIN}.ipynb")
     calls = []
 
-    def grade_student(course_dir, chapter, student, digest, notes, cell_timeout):
+    def grade_student(course_dir, chapter, student, digest, notes, cell_timeout, trusted_server):
         calls.append(student)
         if len(calls) == 4:
             raise KeyboardInterrupt  # Ctrl-C while the fourth submission is graded
@@ -35,6 +35,7 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course
 
     monkeypatch.setattr(classgrade, "preflight", lambda course_dir, chapter: None)
     monkeypatch.setattr(classgrade, "grade_student", grade_student)
+    monkeypatch.setattr(warm, "server_for", lambda notebook: "")  # no trusted server for grades made up here
     with pytest.raises(KeyboardInterrupt):
         grade_class(root, MAIN, workers=1, log=lambda line: None)
     assert sorted(read_records(root, MAIN)) == sorted(calls[:3])  # written as they finished

@@ -11,6 +11,7 @@ from collections import Counter
 from importlib import import_module
 from pathlib import Path
 
+import pytest
 import yaml
 
 import helpers
@@ -87,15 +88,25 @@ def test_the_parser_reads_every_form_of_import():
     assert helpers_imports("import torch\ntorch.nn") == set()
 
 
-def test_init_is_plain_star_re_exports_of_every_module():
-    tree = ast.parse((PACKAGE / "__init__.py").read_text())
-    body = tree.body[1:] if ast.get_docstring(tree) else tree.body
-    assert all(isinstance(node, ast.ImportFrom) and [a.name for a in node.names] == ["*"] for node in body), \
-        "helpers/__init__.py holds only `from helpers.<module> import *` lines after its docstring"
-    re_exported = sorted(node.module.removeprefix("helpers.") for node in body)
-    assert re_exported == MODULES  # every module, each once
-    docstring = ast.get_docstring(tree)
+def test_init_re_exports_every_module_lazily():
+    assert sorted(helpers.MODULES) == MODULES  # every module, each once
+    docstring = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text()))
     assert all(f"    {name} " in docstring for name in MODULES), "the docstring's module map names every module"
+    # the names the package offers are exactly the modules' own __all__, read by importing each module
+    assert sorted(helpers.__all__) == sorted(name for names in exported().values() for name in names)
+    assert set(helpers.__all__) | set(MODULES) <= set(dir(helpers))
+    star: dict = {}
+    exec("from helpers import *", star)  # noqa: S102
+    assert set(helpers.__all__) <= set(star)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_helper'"):
+        helpers.not_a_helper  # noqa: B018
+
+
+def test_import_helpers_loads_no_module_until_one_is_used():
+    code = "import json, sys, helpers; print(json.dumps(sorted(m for m in sys.modules if m.startswith("
+    code += "('helpers.', 'torch', 'matplotlib', 'sklearn')))))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(loaded.stdout) == []
 
 
 def test_every_module_lists_its_public_names():

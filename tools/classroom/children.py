@@ -50,7 +50,8 @@ def _forked_main(arguments: list[str], env: dict[str, str], log_path: str) -> No
     os.dup2(log, 2)
     from tools.classroom.classgrade import _grade_one
 
-    sys.exit(_grade_one(Path(arguments[0]), arguments[1], arguments[2], Path(arguments[3]), int(arguments[4])))
+    sys.exit(_grade_one(Path(arguments[0]), arguments[1], arguments[2], Path(arguments[3]), int(arguments[4]),
+                        arguments[5]))
 
 
 def start(arguments: list[str], env: dict[str, str], log_path: Path):

@@ -98,7 +98,7 @@ def scratch_url(course_dir: Path | str) -> str:
 
 
 def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT,
-                    db_url: str | None = None):
+                    db_url: str | None = None, trusted_server: str = ""):
     """nbgrader's configuration for one grading run, built here: the course's nbgrader_config.py is not run."""
     from traitlets.config import Config
 
@@ -107,15 +107,18 @@ def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_time
     if report_path:
         config.SandboxedExecute.report_path = str(report_path)
     config.SandboxedExecute.cell_timeout = cell_timeout
+    config.SandboxedExecute.trusted_server = trusted_server
     return config
 
 
-def _grade_one(course_dir: Path, chapter: str, student: str, report_path: Path, cell_timeout: int) -> int:
+def _grade_one(course_dir: Path, chapter: str, student: str, report_path: Path, cell_timeout: int,
+               trusted_server: str = "") -> int:
     """In a child process: nbgrader autograde for one student, its Execute step in the sandbox."""
     from nbgrader.apps import NbGraderAPI
 
     # a worker's scratch course: its own SQLite gradebook, never the course's (only the coordinator writes that)
-    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout, scratch_url(course_dir)))
+    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout, scratch_url(course_dir),
+                                             trusted_server))
     result = api.autograde(chapter, student, force=True, create=True)
     if not result["success"]:
         print(result.get("error", "") or result.get("log", ""), file=sys.stderr)
@@ -172,15 +175,15 @@ def _stop_children() -> None:
 
 
 def grade_student(course_dir: Path, chapter: str, student: str, digest: str, notes: list[str],
-                  cell_timeout: int = CELL_TIMEOUT) -> Record:
+                  cell_timeout: int = CELL_TIMEOUT, trusted_server: str = "") -> Record:
     """Grade one submission in a child process with a wall-clock limit; its record says how it went."""
     from tools.classroom import children
 
     with tempfile.TemporaryDirectory(prefix="grade-report-") as folder:
         report_path, log_path = Path(folder) / "report.json", Path(folder) / "log.txt"
         started = time.monotonic()
-        child = children.start([str(course_dir), chapter, student, str(report_path), str(cell_timeout)],
-                               _environment(), log_path)
+        child = children.start([str(course_dir), chapter, student, str(report_path), str(cell_timeout),
+                                trusted_server], _environment(), log_path)
         RUNNING.add(child)
         try:
             code = child.wait(timeout=SUBMISSION_LIMIT)
@@ -198,15 +201,18 @@ def grade_student(course_dir: Path, chapter: str, student: str, digest: str, not
 def preflight(course_dir: Path, chapter: str) -> None:
     """Fail before grading anyone unless the sandbox works and the solution version gets every point in it."""
 
+    from tools.classroom import warm
     from tools.classroom.execute import SandboxedExecute
 
     problem = bwrap_problem()
     if problem:
         raise ExerciseError(f"cannot grade: {problem}. The grading environment is broken; nobody was graded")
     source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
+    server = warm.server_for(nbformat.writes(source))  # warm for the local worker too
     with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
         report_path = Path(folder) / "report.json"
-        SandboxedExecute(report_path=str(report_path)).preprocess(source, {"metadata": {"path": folder}})
+        SandboxedExecute(report_path=str(report_path), trusted_server=server).preprocess(
+            source, {"metadata": {"path": folder}})
         report = json.loads(report_path.read_text())
     failed = [(cell.metadata.get("nbgrader", {}).get("grade_id"), out) for cell in source.cells
               if cell.cell_type == "code" for out in cell.get("outputs", []) if out.output_type == "error"]
@@ -243,6 +249,10 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
         checked[student] = (digest, notes)
     if todo:
         preflight(course_dir, chapter)
+        if workers > 1 or scheduler:  # the preflight's warm trusted server serves a local worker only
+            from tools.classroom import warm
+
+            warm.stop_all()
     where = f"the Dask scheduler at {scheduler}" if scheduler else f"{workers} workers"
     log(f"{chapter}: grading {len(todo)} submissions on {where} "
         f"({len(students) - len(todo)} unchanged or refused)")
@@ -320,4 +330,5 @@ def _write_record(folder: Path, record: Record) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(_grade_one(Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4]), int(sys.argv[5])))
+    sys.exit(_grade_one(Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4]), int(sys.argv[5]),
+                        sys.argv[6]))

@@ -15,7 +15,7 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
-from tools.classroom import classgrade
+from tools.classroom import classgrade, warm
 
 _SCRATCH: dict[tuple[str, str], Path] = {}  # (chapter, source digest) -> this worker process's scratch course
 
@@ -48,8 +48,9 @@ def grade_remote(task: dict) -> dict:
     submitted.mkdir(parents=True, exist_ok=True)
     (submitted / f"{chapter}.ipynb").write_text(task["notebook"])
     try:
+        server = warm.server_for(task["source"])  # this worker's, warm after its first task
         record = classgrade.grade_student(course, chapter, student, task["digest"], task["notes"],
-                                          task["cell_timeout"])
+                                          task["cell_timeout"], server)
         graded = course / "autograded" / student / chapter / f"{chapter}.ipynb"
         notebook = graded.read_text() if graded.exists() else None
     finally:

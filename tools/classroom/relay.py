@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -55,35 +57,54 @@ def _read_plain(path: Path) -> bytes:
 
 
 class TrustedTests:
-    """One trusted process per submission (a new one after a test ran out of time); `run` grades one test cell."""
+    """A trusted process per submission (a new one after a test ran out of time); `run` grades one test cell.
+
+    With `server` (the socket of warm.py's server), the process is a fork of one that ran the course's setup already;
+    otherwise it is started here and runs the setup itself.
+    """
 
     def __init__(self, kernel_scratch: Path, run_in_kernel: Callable[[str, float], str | None],
-                 memory_mb: int = MEMORY_LIMIT_MB):
+                 memory_mb: int = MEMORY_LIMIT_MB, server: str = ""):
         self.kernel_scratch, self.run_in_kernel, self.memory_mb = kernel_scratch, run_in_kernel, memory_mb
         self.process, self.setup, self.setup_result, self.setup_deadline = None, None, None, 0.0
+        self.server, self.connection, self.fds = server, None, (-1, -1)  # (from it, to it)
         self.scratch = Path(tempfile.mkdtemp(prefix="grading-tests-"))
         self.calls = 0
 
     def start(self, setup: str, timeout: float) -> None:
         """Start the process and its setup (it runs while the student's notebook does)."""
         self.setup, self.setup_result = setup, None
+        self.setup_deadline = time.monotonic() + timeout
+        if self.server:
+            with contextlib.suppress(OSError):
+                self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.connection.connect(self.server)
+                self.fds = (self.connection.fileno(), self.connection.fileno())
+                frames.send(self.fds[1], {"op": "fork", "setup": setup})
+                return
+            self.close(keep_scratch=True)
         command = sandbox.bwrap_command(self.scratch, self.memory_mb, read_only=[ROOT / "tools"])
         self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.setup_deadline = time.monotonic() + timeout
-        frames.send(self.process.stdin.fileno(), {"op": "setup", "source": setup})
+        self.fds = (self.process.stdout.fileno(), self.process.stdin.fileno())
+        frames.send(self.fds[1], {"op": "setup", "source": setup})
 
     def _setup_done(self) -> dict:
         if self.setup_result is None:
             try:
-                self.setup_result = frames.receive(self.process.stdout.fileno(), self.setup_deadline)
+                self.setup_result = frames.receive(self.fds[0], self.setup_deadline)
             except frames.FrameError as error:
                 self.setup_result = _failed("GradingError", f"the grader's test process did not start ({error})")
+            if self.connection is not None and self.setup_result.get("op") != "result":  # no fork: start one here
+                self.close(keep_scratch=True)
+                self.server = ""
+                self.start(self.setup, self.setup_deadline - time.monotonic())
+                return self._setup_done()
         return self.setup_result
 
     def run(self, grade_id: str, source: str, timeout: float, setup_timeout: float) -> dict:
         """Grade one test cell: {'status': 'passed' | 'visible' | 'hidden', 'ename', 'evalue', 'traceback'}."""
-        if self.process is None or self.process.poll() is not None:
+        if self.connection is None and (self.process is None or self.process.poll() is not None):
             self.close(keep_scratch=True)
             self.start(self.setup, setup_timeout)
         setup = self._setup_done()
@@ -91,7 +112,7 @@ class TrustedTests:
             return _failed("GradingError", f"the course's setup failed in the grader's test process: "
                                            f"{setup.get('ename', '')}: {setup.get('evalue', '')}"[:500])
         deadline = time.monotonic() + timeout
-        inp, out = self.process.stdout.fileno(), self.process.stdin.fileno()
+        inp, out = self.fds
         try:
             frames.send(out, {"op": "test", "grade_id": grade_id, "source": source})
             while True:
@@ -129,6 +150,15 @@ class TrustedTests:
             for pipe in (self.process.stdin, self.process.stdout):
                 pipe.close()
             self.process = None
+        if self.connection is not None:  # a fork of the server: ended by the server, whatever it is doing
+            pid = (self.setup_result or {}).get("pid")
+            self.connection.close()
+            self.connection, self.setup_result = None, None
+            if type(pid) is int:
+                with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as link:
+                    link.connect(self.server)
+                    frames.send(link.fileno(), {"op": "kill", "pid": pid})
+        self.fds = (-1, -1)
         if not keep_scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             sandbox.release(self.scratch)

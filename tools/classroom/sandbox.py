@@ -178,7 +178,7 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
 
 
 # What the grading kernel imports before any cell runs: ipykernel, and the book's helpers (torch with them).
-SELF_CHECK = "import ipykernel.kernelapp, helpers"
+SELF_CHECK = "import ipykernel.kernelapp, helpers.checkpoint"
 
 
 def bwrap_problem() -> str | None:

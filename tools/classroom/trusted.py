@@ -10,9 +10,13 @@ from __future__ import annotations
 import ast
 import base64
 import builtins
+import contextlib
+import importlib
 import io
 import os
 import pickle
+import signal
+import socket
 import sys
 import time
 import traceback
@@ -200,29 +204,99 @@ def run_test(link: Link, namespace: dict, known: set[str], grade_id: str, source
     return {"status": "passed"}
 
 
-def main() -> None:
-    """Serve the grader: setup, then test cells, one frame each; prints go to stderr, never into the pipe."""
-    out = os.dup(1)
-    os.dup2(2, 1)
-    link, namespace, known = Link(0, out), {"__name__": "__main__"}, set()
+def _setup(namespace: dict, link: Link, source: str) -> dict:
+    """Run the course's setup in `namespace`; its result as a frame's fields."""
+    try:
+        exec(compile(source, "<setup>", "exec"), namespace)  # noqa: S102 (the course's own setup)
+        link.know_setup(namespace)
+        return {"status": "passed"}
+    except Exception as error:
+        return {"status": "visible", **_failure(error, "<setup>", source)}
+
+
+def serve(inp: int, out: int, namespace: dict, setup: dict | None = None) -> None:
+    """Answer frames until the grader hangs up: the setup (unless `setup` is its result already), then tests."""
+    link = Link(inp, out)
+    link.know_setup(namespace)
+    known = {name for name in namespace if not name.startswith("__")}
+    if setup is not None:  # a fork of the server, which ran the setup
+        frames.send(out, {"op": "result", **setup, "seconds": 0.0})
     while True:
         try:
-            message = frames.receive(0)
+            message = frames.receive(inp)
         except frames.FrameError:
             return
         started = time.monotonic()
         if message["op"] == "setup":
-            try:
-                exec(compile(message["source"], "<setup>", "exec"), namespace)  # noqa: S102
-                link.know_setup(namespace)
-                known = {name for name in namespace if not name.startswith("__")}
-                result = {"status": "passed"}
-            except Exception as error:
-                result = {"status": "visible", **_failure(error, "<setup>", message["source"])}
+            result = _setup(namespace, link, message["source"])
+            known = {name for name in namespace if not name.startswith("__")}
         else:
             result = run_test(link, namespace, known, message["grade_id"], message["source"])
         result["seconds"] = round(time.monotonic() - started, 2)
         frames.send(out, {"op": "result", **result})
+
+
+def _reap(children: set[int]) -> None:
+    for pid in list(children):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                children.discard(pid)
+
+
+def server(path: str, out: int) -> None:
+    """Run the setup once (its source from stdin, with modules to import), then fork a copy for each submission.
+
+    A connection to the Unix socket at `path` sends one frame: {"op": "fork", "setup": source} gets a child that
+    answers on that connection as `serve` does, its first frame the setup's result and its pid; {"op": "kill", "pid"}
+    ends such a child. The server never runs student code, nor reads anything a submission wrote.
+    """
+    request = frames.receive(0)
+    namespace, source = {"__name__": "__main__"}, request["source"]
+    setup = _setup(namespace, Link(-1, -1), source)
+    for module in request.get("preload", []):  # what the course's test cells import: once here, not per fork
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    frames.send(out, {"op": "ready", **setup})
+    children: set[int] = set()
+    while True:
+        connection, _ = listener.accept()
+        _reap(children)
+        try:
+            message = frames.receive(connection.fileno(), time.monotonic() + 10)
+        except (frames.FrameError, OSError):  # a caller that hung up costs it nothing
+            connection.close()
+            continue
+        if message.get("op") == "kill" and message.get("pid") in children:
+            os.kill(message["pid"], signal.SIGKILL)
+        elif message.get("op") == "fork" and message.get("setup") == source:
+            pid = os.fork()
+            if pid == 0:  # the child: this connection only, never back into this loop
+                try:
+                    listener.close()
+                    os.close(0)
+                    os.close(out)
+                    fd = connection.fileno()
+                    serve(fd, fd, namespace, {**setup, "pid": os.getpid()})
+                finally:
+                    os._exit(0)
+            children.add(pid)
+        else:
+            with contextlib.suppress(OSError):
+                frames.send(connection.fileno(), {"op": "refused"})
+        connection.close()
+
+
+def main() -> None:
+    """Serve the grader on stdin/stdout, or (--server PATH) fork per submission; prints go to stderr."""
+    out = os.dup(1)
+    os.dup2(2, 1)
+    if sys.argv[1:2] == ["--server"]:
+        server(sys.argv[2], out)
+        return
+    serve(0, out, {"__name__": "__main__"})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,116 @@
+"""A warm trusted server per grading worker: the course's setup run once in its sandbox, then forked per submission.
+
+The server is `python -m tools.classroom.trusted --server SOCKET` in a bwrap sandbox of its own, started by the
+process that schedules the submissions (a Dask worker, or the coordinator). It never runs student code: each fork
+serves one submission's test cells, with the student's values as plain data, exactly as a fresh trusted process would
+after running the setup, and is killed after it. What a fork saves: importing torch, transformers and the helpers,
+and loading the checkpoint, once per submission.
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import contextlib
+import functools
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from tools.classroom import frames, sandbox
+from tools.environment import ROOT
+
+SETUP_LIMIT = 300  # seconds for the server's one run of the setup
+_SERVERS: dict[str, TrustedServer] = {}  # setup source -> this process's server for it
+
+
+class TrustedServer:
+    """The sandboxed server process and its socket; `ready` once its setup passed."""
+
+    def __init__(self, setup: str, preload: tuple[str, ...] = (), memory_mb: int = sandbox.MEMORY_LIMIT_MB):
+        _remove_stale()
+        self.scratch = Path(tempfile.mkdtemp(prefix="grading-trusted-"))
+        self.socket = self.scratch / "trusted.sock"
+        command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"])
+        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted", "--server",
+                                         str(self.socket)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL)
+        try:
+            frames.send(self.process.stdin.fileno(), {"op": "setup", "source": setup, "preload": list(preload)})
+            ready = frames.receive(self.process.stdout.fileno(), time.monotonic() + SETUP_LIMIT)
+        except (frames.FrameError, OSError):
+            ready = {}
+        self.ready = ready.get("op") == "ready" and ready.get("status") == "passed"
+        if not self.ready:  # a fresh process per submission will report why
+            self.close()
+
+    def alive(self) -> bool:
+        return self.ready and self.process.poll() is None
+
+    def close(self) -> None:
+        """End the server and its forks (they die with its sandbox); remove its folder."""
+        self.process.kill()
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            pipe.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        sandbox.release(self.scratch)
+
+
+def _remove_stale() -> None:
+    """Remove the folders of servers that are gone (a stopped Dask worker runs no exit handler): nothing listens."""
+    for path in Path(tempfile.gettempdir()).glob("grading-trusted-*/trusted.sock"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(path))
+                frames.send(probe.fileno(), {"op": "ping"})  # a live server answers "refused" at once
+            except ConnectionRefusedError:
+                shutil.rmtree(path.parent, ignore_errors=True)
+            except OSError:
+                continue
+
+
+@functools.lru_cache(maxsize=4)
+def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
+    """A source notebook's setup cell (grade_id 'setup'), and the modules its test cells import."""
+    from tools.classroom.execute import is_test
+
+    cells = nbformat.reads(notebook, as_version=4).cells
+    setup = next((cell.source for cell in cells if cell.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
+    modules = set()
+    for cell in cells:
+        with contextlib.suppress(SyntaxError):
+            for node in ast.walk(ast.parse(cell.source)) if is_test(cell) else ():
+                if isinstance(node, ast.Import):
+                    modules.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules.add(node.module)
+    return setup, tuple(sorted(modules))
+
+
+def server_for(notebook: str) -> str:
+    """The socket of this process's server for a source notebook's setup, started on first use; '' if none runs it."""
+    setup, preload = course_code(notebook)
+    if not setup:
+        return ""
+    server = _SERVERS.get(setup)
+    if server is None or (server.ready and not server.alive()):  # a setup that failed once is not retried
+        stop_all()  # one chapter at a time: an older server is closed, a dead one replaced
+        with contextlib.suppress(OSError):
+            server = _SERVERS[setup] = TrustedServer(setup, preload)
+    return str(server.socket) if server is not None and server.alive() else ""
+
+
+def stop_all() -> None:
+    """Close every server of this process."""
+    while _SERVERS:
+        _SERVERS.popitem()[1].close()
+
+
+atexit.register(stop_all)
