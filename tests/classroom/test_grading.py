@@ -32,18 +32,22 @@ def solutions(chapter) -> dict[str, str]:
     return answers
 
 
-def partly_solved(chapter) -> tuple[dict[str, str | None], dict[str, float]]:
-    """The answers (the first exercise solved, the others half right or blank) and the points each test deserves."""
-    # The points come from the exercise file, not from nbgrader; an exercise without a `partial` answer is left blank.
+def partly_solved(chapter) -> dict[str, str | None]:
+    """The answers: the first exercise solved, the others half right (their `partial` answer) or left blank."""
     first, *rest = chapter.exercises
-    answers = {first.id: first.solution}
-    deserved = {first.test_id(n): test.points for n, test in enumerate(first.tests, start=1)}
-    for exercise in rest:
-        answers[exercise.id] = exercise.partial.solution if exercise.partial else None
-        passes = exercise.partial.passes if exercise.partial else ()
-        deserved.update({exercise.test_id(n): test.points if n in passes else 0
-                         for n, test in enumerate(exercise.tests, start=1)})
-    return answers, deserved
+    return {first.id: first.solution, **{e.id: e.partial.solution if e.partial else None for e in rest}}
+
+
+def deserved(chapter, answers: dict[str, str | None]) -> dict[str, float]:
+    """The points each test cell deserves: all for a model solution, the declared tests for a `partial` answer."""
+    points = {}
+    for exercise in chapter.exercises:
+        answer = answers.get(exercise.id)
+        passes = range(1, len(exercise.tests) + 1) if answer == exercise.solution else \
+            exercise.partial.passes if exercise.partial and answer == exercise.partial.solution else ()
+        points.update({exercise.test_id(n): test.points if n in passes else 0
+                       for n, test in enumerate(exercise.tests, start=1)})
+    return points
 
 
 def auto_cells(score: dict) -> dict[str, float]:
@@ -67,7 +71,7 @@ def others(course, tmp_path_factory):
         if name != MAIN:
             chapter = CHAPTERS[name]
             submit(root, name, "solution", fill_answers(released(course, name), chapter, solutions(chapter)))
-            submit(root, name, "partial", fill_answers(released(course, name), chapter, partly_solved(chapter)[0]))
+            submit(root, name, "partial", fill_answers(released(course, name), chapter, partly_solved(chapter)))
     solved_text = nbformat.writes(fill_answers(released(course, MAIN), CHAPTERS[MAIN], solutions(CHAPTERS[MAIN])))
     submit(root, MAIN, "raw-renamed", name=f"{MAIN} (1).ipynb", text=solved_text)
     submit(root, MAIN, "raw-broken-json", text=solved_text[: len(solved_text) // 2])
@@ -80,18 +84,6 @@ def _autograded(graded_class, others, name: str) -> Path:
     if name == MAIN:
         return graded_class.root / "autograded" / "correct" / MAIN / f"{MAIN}.ipynb"
     return others.root / "autograded" / "solution" / name / f"{name}.ipynb"
-
-
-def deserved(chapter, answers: dict[str, str | None]) -> dict[str, float]:
-    """The points each test cell deserves: all for a model solution, the declared tests for a `partial` answer."""
-    points = {}
-    for exercise in chapter.exercises:
-        answer = answers.get(exercise.id)
-        passes = range(1, len(exercise.tests) + 1) if answer == exercise.solution else \
-            exercise.partial.passes if exercise.partial and answer == exercise.partial.solution else ()
-        points.update({exercise.test_id(n): test.points if n in passes else 0
-                       for n, test in enumerate(exercise.tests, start=1)})
-    return points
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -141,7 +133,7 @@ def test_partly_solved_submission_gets_exactly_its_partial_marks(graded_class):
 @pytest.mark.parametrize("name", [name for name in CHAPTERS if name != MAIN])
 def test_each_chapters_half_right_answers_earn_exactly_the_declared_points(others, name):
     """Every exercise's `partial` answer passes exactly the tests it declares: the hidden tests catch real mistakes."""
-    _, points = partly_solved(CHAPTERS[name])
+    points = deserved(CHAPTERS[name], partly_solved(CHAPTERS[name]))
     assert auto_cells(others.scores[name]["partial"]) == points
 
 
