@@ -99,10 +99,13 @@ lint: $(DEV_STAMP)
 
 # Two workers; --dist loadscope (pyproject.toml) keeps each notebook's cells in one worker and kernel. Each notebook
 # that passes in full goes into Jupyter Book's cache as nbclient would have stored it
-# (tools/testing/pytest_book_cache.py), so the `make book` after it executes nothing again. The fingerprint is
-# settled first, since a change to it empties the cache.
+# (tools/testing/pytest_book_cache.py), so the `make book` after it executes nothing again. A notebook the cache
+# already holds for the same code and environment (helpers, pins, versions, checkpoint, CPU) is compared with that
+# run instead of running again (tools/testing/pytest_nbval_replay.py); `make test NBVAL_FROM_CACHE=` runs every cell.
+# The fingerprint is settled first, since a change to it empties the cache.
+NBVAL_FROM_CACHE ?= --nbval-from-cache _build/.jupyter_cache
 nbval: $(DEV_STAMP) $(FINGERPRINT)
-	pytest book -n 2 --nbval-book-cache _build/.jupyter_cache
+	pytest book -n 2 --nbval-book-cache _build/.jupyter_cache $(NBVAL_FROM_CACHE)
 
 unit: $(DEV_STAMP)
 	pytest tests -n 2

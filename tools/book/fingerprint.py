@@ -61,6 +61,19 @@ def checkpoint_identity(spec: str) -> dict[str, object]:
     return {"spec": spec, "directory": str(path.resolve()), "files": stats}
 
 
+def cpu_identity() -> str:
+    """This CPU's model and a digest of its instruction-set flags (Linux), else the machine's architecture."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.machine()
+    first = [line.split(":", 1) for line in info.split("\n\n")[0].splitlines() if ":" in line]
+    fields = {key.strip(): value.strip() for key, value in first}
+    model = fields.get("model name", platform.machine())
+    flags = hashlib.sha256(fields.get("flags", "").encode()).hexdigest()[:12]
+    return f"{model} (flags {flags})"
+
+
 def fingerprint(root: Path = ROOT, spec: str | None = None) -> dict[str, object]:
     """Everything besides a notebook's own code that its executed outputs depend on."""
     return {
@@ -68,6 +81,7 @@ def fingerprint(root: Path = ROOT, spec: str | None = None) -> dict[str, object]
         "python": platform.python_version(),
         "packages": installed_versions(),
         "checkpoint": checkpoint_identity(checkpoint_asked() if spec is None else spec),
+        "cpu": cpu_identity(),  # the kernels torch picks; nbval compares a cached run only on the CPU that made it
     }
 
 

@@ -24,6 +24,7 @@ from nbval.plugin import IPyNbCell, IPyNbFile
 
 from tools.environment import ROOT
 from tools.testing.gpu import GPU_TAG, skip_gpu_cells
+from tools.testing.pytest_nbval_replay import REPLAYED
 
 KEY = "book_cache_run"  # a notebook's record, kept on its IPyNbFile
 
@@ -92,6 +93,8 @@ def pytest_runtest_makereport(item, call):
     if not isinstance(item, IPyNbCell) or getattr(item.config, "stash_book_cache", None) is None:
         return
     report, notebook = outcome.get_result(), item.parent
+    if getattr(notebook, REPLAYED, False):
+        return  # compared with the run the cache holds already (tools/testing/pytest_nbval_replay.py)
     run = notebook.__dict__.setdefault(KEY, {"cells": {}, "refused": None, "start": time.perf_counter()})
     if report.when != "call" and not (report.when == "setup" and report.skipped):
         if report.failed:
