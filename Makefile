@@ -76,16 +76,16 @@ $(FINGERPRINT): FORCE $(STAMP)
 .PHONY: FORCE
 FORCE:
 
-# Lint, re-run every notebook (nbval), then two lanes at once: the book, the class book, the PDF and the tests of what
-# they built (tests/book); and the unit and classroom tests, which need no built book. Sphinx and Chromium keep one
-# core busy, so the other lane (one pytest worker each) fills the second core. Lines from both lanes interleave.
+# Lint, then two lanes at once: every notebook (nbval), the book built from what nbval cached, the class book, the PDF
+# and the tests of what they built (tests/book); and the unit and classroom tests, which need no built book. Each lane
+# keeps about one core busy (nbval's two workers and the graders' two share them). Lines from both lanes interleave.
 test: $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
 
 .PHONY: test-built test-code
 test-built: $(DEV_STAMP)
+	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
