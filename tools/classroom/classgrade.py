@@ -199,28 +199,34 @@ def grade_student(course_dir: Path, chapter: str, student: str, digest: str, not
 
 
 def preflight(course_dir: Path, chapter: str) -> None:
-    """Fail before grading anyone unless the sandbox works and the solution version gets every point in it."""
+    """Fail before grading anyone unless the solution version gets every point in the sandbox; if it does not, the
+    sandbox's self-check (bwrap_problem) names what is broken when it can."""
 
     from tools.classroom import warm
     from tools.classroom.execute import SandboxedExecute
 
+    source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
+    report, crash = {"stopped": None}, None
+    try:
+        server = warm.server_for(nbformat.writes(source))  # warm for the local worker too
+        with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
+            report_path = Path(folder) / "report.json"
+            SandboxedExecute(report_path=str(report_path), trusted_server=server).preprocess(
+                source, {"metadata": {"path": folder}})
+            report = json.loads(report_path.read_text())
+    except Exception as error:  # noqa: BLE001 (no sandbox, or a kernel that would not start: said below)
+        crash = f"{type(error).__name__}: {error}"
+    failed = [(cell.metadata.get("nbgrader", {}).get("grade_id"), out) for cell in source.cells
+              if cell.cell_type == "code" for out in cell.get("outputs", []) if out.output_type == "error"]
+    if not (crash or failed or report["stopped"]):
+        return
     problem = bwrap_problem()
     if problem:
         raise ExerciseError(f"cannot grade: {problem}. The grading environment is broken; nobody was graded")
-    source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
-    server = warm.server_for(nbformat.writes(source))  # warm for the local worker too
-    with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
-        report_path = Path(folder) / "report.json"
-        SandboxedExecute(report_path=str(report_path), trusted_server=server).preprocess(
-            source, {"metadata": {"path": folder}})
-        report = json.loads(report_path.read_text())
-    failed = [(cell.metadata.get("nbgrader", {}).get("grade_id"), out) for cell in source.cells
-              if cell.cell_type == "code" for out in cell.get("outputs", []) if out.output_type == "error"]
-    if failed or report["stopped"]:
-        grade_id, error = failed[0] if failed else ("", {"ename": "", "evalue": report["stopped"]})
-        raise ExerciseError(f"cannot grade {chapter}: the solution version fails in the grading sandbox, at cell "
-                            f"{grade_id!r}: {error['ename']}: {error['evalue'][:300]}. The grading environment is "
-                            "broken (is torch importable? are the book's helpers there?); nobody was graded")
+    grade_id, error = failed[0] if failed else ("", {"ename": "", "evalue": crash or report["stopped"]})
+    raise ExerciseError(f"cannot grade {chapter}: the solution version fails in the grading sandbox, at cell "
+                        f"{grade_id!r}: {error['ename']}: {error['evalue'][:300]}. The grading environment is "
+                        "broken (is torch importable? are the book's helpers there?); nobody was graded")
 
 
 def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students: list[str] | None = None,
