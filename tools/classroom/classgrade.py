@@ -28,6 +28,7 @@ NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook:
 # cell and probe), and nbgrader's steps. A notebook that runs out of its own time is partly graded, not lost.
 SUBMISSION_LIMIT = STARTUP_LIMIT + NOTEBOOK_LIMIT + NBGRADER_OVERHEAD
 CELL_TIMEOUT = 30  # seconds for an answer or test cell (the setup cell has 300)
+WARM_CHAPTERS = 12  # warm trusted servers one plain `nbgrader autograde` process keeps (its chapters, in turn)
 
 
 @dataclass
@@ -86,6 +87,8 @@ def configure(config, course_dir: Path | str, db_url: str | None = None) -> None
     config.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
     config.OverwriteCells.add_missing_cells = True
     config.Execute.startup_timeout = STARTUP_LIMIT
+    # plain nbgrader (the course's nbgrader_config.py): each chapter's setup run once per nbgrader process, ~0.5 GB each
+    config.SandboxedExecute.warm_servers = WARM_CHAPTERS
     config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     # feedback goes to students: no hidden check, nor a traceback quoting one
@@ -108,6 +111,7 @@ def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_time
         config.SandboxedExecute.report_path = str(report_path)
     config.SandboxedExecute.cell_timeout = cell_timeout
     config.SandboxedExecute.trusted_server = trusted_server
+    config.SandboxedExecute.warm_servers = 0  # a grading child lives for one submission: the caller's server or none
     return config
 
 
