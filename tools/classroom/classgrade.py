@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, _environment, gradebook_url
+from tools.classroom.course import COURSE_ID, _environment, alembic_head, gradebook_url
 from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
 from tools.classroom.grading import check_submission
 from tools.classroom.sandbox import bwrap_problem
@@ -69,6 +69,7 @@ def _digest(course_dir: Path, chapter: str, student: str) -> str:
 
 def configure(config, course_dir: Path | str, db_url: str | None = None) -> None:
     """Set nbgrader's grading configuration: the gradebook (`db_url` or the course's), Execute in the sandbox."""
+    import nbgrader.api
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
@@ -82,6 +83,7 @@ def configure(config, course_dir: Path | str, db_url: str | None = None) -> None
     from tools.classroom.execute import SandboxedExecute
     from tools.classroom.feedback import HideHiddenTests
 
+    nbgrader.api.get_alembic_version = alembic_head  # its answer for each new gradebook, without a new Python
     config.CourseDirectory.root = str(course_dir)
     config.CourseDirectory.course_id = COURSE_ID
     config.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
