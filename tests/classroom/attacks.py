@@ -43,7 +43,8 @@ ATTACKS = {
                     WORDPIECE.id: "class L(list):\n    __eq__ = lambda s, o: True\nreturn L()",
                     FIFTH.id: "class S(float):\n    __le__ = lambda s, o: True\n    __ge__ = lambda s, o: True\n"
                               "return S(0.5)"}, {}),
-    "output-bomb": (with_answer(PAD, PAD.solution + "for _ in range(100000):\n    print('x' * 1000)"), {}),
+    # 6 MB printed by one cell: past the cell's cap (1 MB) and the whole notebook's (5 MB)
+    "output-bomb": (with_answer(PAD, PAD.solution + "for _ in range(6000):\n    print('x' * 1000)"), {}),
     # the same wrong values as `subclasses`, plain: the baseline it is measured against
     "plain-wrong": ({PAD.id: "pad_id, pad_norm = 7, 3.0", WORDPIECE.id: "return []", FIFTH.id: "return 0.5"}, {}),
     "pad-five": (with_answer(PAD, "pad_id, pad_norm = 5, float(table[5].norm())"), {}),
@@ -63,14 +64,24 @@ BASELINE = {"code-object": "pad-five", "abs-rebound": "wrong-norm", "torch-rebou
             "extra-launcher": "wrong-norm", "fork-bomb": "zero-share", "output-bomb": "honest"}
 
 
-def submit_attacks(course: Path, prefix: str = "") -> None:
-    """Write every attack under submitted/<prefix><attack>/<chapter>/."""
+# Attacks whose notebook is the same as a kind of the simulated class (simulated.py): graded once, as that kind.
+SAME_AS_KIND = {"blank": "blank", "honest": "correct"}
+
+
+def attack_notebook(course: Path, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """The released notebook of the chapter with `answers` filled in."""
     released = nbformat.read(course / "release" / CHAPTER.name / f"{CHAPTER.name}.ipynb", as_version=4)
+    return fill_answers(released, CHAPTER, answers)
+
+
+def submit_attacks(course: Path, prefix: str = "", skip=()) -> None:
+    """Write every attack but those in `skip` under submitted/<prefix><attack>/<chapter>/."""
     for student, (answers, files) in ATTACKS.items():
+        if student in skip:
+            continue
         folder = course / "submitted" / f"{prefix}{student}" / CHAPTER.name
         folder.mkdir(parents=True, exist_ok=True)
-        notebook = fill_answers(nbformat.from_dict(released), CHAPTER, answers)
-        nbformat.write(notebook, folder / f"{CHAPTER.name}.ipynb")
+        nbformat.write(attack_notebook(course, answers), folder / f"{CHAPTER.name}.ipynb")
         for name, text in files.items():
             (folder / name).write_text(text)
 

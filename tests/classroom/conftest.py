@@ -55,20 +55,26 @@ def sha(path: Path) -> str:
 def graded_class(bwrap, course, tmp_path_factory):
     """The simulated class and the attacks, graded once per session by `grade_class` over two workers: the records,
     the scores, and the course configuration's hash before grading (test_sandbox.py and test_grading.py read it)."""
-    from tests.classroom.attacks import submit_attacks
+    from tests.classroom.attacks import ATTACKS, SAME_AS_KIND, attack_notebook, submit_attacks
     from tests.classroom.simulated import kinds, submit_class
 
     root = tmp_path_factory.mktemp("class") / "course"
     shutil.copytree(course, root)
     students = kinds(root)
     submit_class(root, students)
-    submit_attacks(root, ATTACK)  # graded with the class: one grading run for both
+    submit_attacks(root, ATTACK, skip=SAME_AS_KIND)  # graded with the class: one grading run for both
+    for attack, kind in SAME_AS_KIND.items():  # the very notebook of a kind, no file beside it: graded once
+        submitted = root / "submitted" / kind / MAIN
+        assert not ATTACKS[attack][1] and [p.name for p in submitted.iterdir()] == [f"{MAIN}.ipynb"], attack
+        assert nbformat.writes(attack_notebook(root, ATTACKS[attack][0])) == (submitted / f"{MAIN}.ipynb").read_text()
     config = sha(root / "nbgrader_config.py")
     started = time.monotonic()
     records = grade_class(root, MAIN, workers=2, cell_timeout=CELL_TIMEOUT, log=lambda line: None)
     seconds = time.monotonic() - started
     print(f"\nsimulated class of {len(students)}: {seconds:.0f} s over 2 workers")
     scores = read_scores(root, MAIN)
+    for attack, kind in SAME_AS_KIND.items():  # the attack's points are its kind's (records: the graded only)
+        scores[ATTACK + attack] = scores[kind]
     for student, record in sorted(records.items()):
         points = scores.get(student, {}).get("auto_score", "-")
         print(f"  {student:24} {record.status:14} {points!s:>4} {record.seconds:6.1f} s  {record.reason[:60]}")

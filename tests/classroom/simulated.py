@@ -105,7 +105,9 @@ def kinds(course: Path) -> dict[str, dict]:
                                status="graded", points=full - 1),
         "raising": dict(answers=with_answer(WORDPIECE, "raise RuntimeError('student bug')"), status="graded",
                         points=full - WORDPIECE.auto_points),
-        "infinite-loop": dict(answers=with_answer(WORDPIECE, "while True:\n    pass"), status="graded",
+        # a loop that never ends, asleep (no CPU burnt while it waits for the interrupt at the cell's time limit)
+        "infinite-loop": dict(answers=with_answer(WORDPIECE, "import time\nwhile True:\n    time.sleep(0.01)"),
+                              status="graded",
                               points=full - WORDPIECE.auto_points, flag="ran past its time limit"),
         # a list that grows until the cap: a MemoryError in its cell, or (the list still held) a kernel that dies soon
         # after; the last exercise, so that either way exactly its points are lost

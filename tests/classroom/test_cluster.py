@@ -16,7 +16,6 @@ import pytest
 
 from tests.classroom.conftest import MAIN
 from tests.classroom.simulated import kinds, submit_class
-from tools.classroom import sandbox
 from tools.classroom.classgrade import grade_class, read_records
 from tools.classroom.course import _environment
 from tools.classroom.export import gradebook_rows
@@ -65,11 +64,8 @@ def dask_cluster(folder: Path):
 
 
 @pytest.fixture(scope="module")
-def cluster_class(course, tmp_path_factory):
+def cluster_class(bwrap, course, tmp_path_factory):
     """The small class graded once through the two-worker cluster; the records, the scores, the process counts."""
-    problem = sandbox.bwrap_problem()
-    if problem:
-        pytest.fail(f"the grading sandbox cannot run here: {problem}")
     root = tmp_path_factory.mktemp("cluster") / "course"
     shutil.copytree(course, root)
     students = {name: kind for name, kind in kinds(root).items() if name in CLASS}

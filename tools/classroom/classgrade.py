@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, _environment, gradebook_url
+from tools.classroom.course import COURSE_ID, _environment, alembic_head, gradebook_url
 from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
 from tools.classroom.grading import check_submission
 from tools.classroom.sandbox import bwrap_problem
@@ -28,6 +28,7 @@ NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook:
 # cell and probe), and nbgrader's steps. A notebook that runs out of its own time is partly graded, not lost.
 SUBMISSION_LIMIT = STARTUP_LIMIT + NOTEBOOK_LIMIT + NBGRADER_OVERHEAD
 CELL_TIMEOUT = 30  # seconds for an answer or test cell (the setup cell has 300)
+WARM_CHAPTERS = 12  # warm trusted servers one plain `nbgrader autograde` process keeps (its chapters, in turn)
 
 
 @dataclass
@@ -68,6 +69,7 @@ def _digest(course_dir: Path, chapter: str, student: str) -> str:
 
 def configure(config, course_dir: Path | str, db_url: str | None = None) -> None:
     """Set nbgrader's grading configuration: the gradebook (`db_url` or the course's), Execute in the sandbox."""
+    import nbgrader.api
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
@@ -81,11 +83,14 @@ def configure(config, course_dir: Path | str, db_url: str | None = None) -> None
     from tools.classroom.execute import SandboxedExecute
     from tools.classroom.feedback import HideHiddenTests
 
+    nbgrader.api.get_alembic_version = alembic_head  # its answer for each new gradebook, without a new Python
     config.CourseDirectory.root = str(course_dir)
     config.CourseDirectory.course_id = COURSE_ID
     config.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
     config.OverwriteCells.add_missing_cells = True
     config.Execute.startup_timeout = STARTUP_LIMIT
+    # plain nbgrader (the course's nbgrader_config.py): each chapter's setup run once per nbgrader process, ~0.5 GB each
+    config.SandboxedExecute.warm_servers = WARM_CHAPTERS
     config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     # feedback goes to students: no hidden check, nor a traceback quoting one
@@ -108,6 +113,7 @@ def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_time
         config.SandboxedExecute.report_path = str(report_path)
     config.SandboxedExecute.cell_timeout = cell_timeout
     config.SandboxedExecute.trusted_server = trusted_server
+    config.SandboxedExecute.warm_servers = 0  # a grading child lives for one submission: the caller's server or none
     return config
 
 
@@ -199,28 +205,34 @@ def grade_student(course_dir: Path, chapter: str, student: str, digest: str, not
 
 
 def preflight(course_dir: Path, chapter: str) -> None:
-    """Fail before grading anyone unless the sandbox works and the solution version gets every point in it."""
+    """Fail before grading anyone unless the solution version gets every point in the sandbox; if it does not, the
+    sandbox's self-check (bwrap_problem) names what is broken when it can."""
 
     from tools.classroom import warm
     from tools.classroom.execute import SandboxedExecute
 
+    source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
+    report, crash = {"stopped": None}, None
+    try:
+        server = warm.server_for(nbformat.writes(source))  # warm for the local worker too
+        with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
+            report_path = Path(folder) / "report.json"
+            SandboxedExecute(report_path=str(report_path), trusted_server=server).preprocess(
+                source, {"metadata": {"path": folder}})
+            report = json.loads(report_path.read_text())
+    except Exception as error:  # noqa: BLE001 (no sandbox, or a kernel that would not start: said below)
+        crash = f"{type(error).__name__}: {error}"
+    failed = [(cell.metadata.get("nbgrader", {}).get("grade_id"), out) for cell in source.cells
+              if cell.cell_type == "code" for out in cell.get("outputs", []) if out.output_type == "error"]
+    if not (crash or failed or report["stopped"]):
+        return
     problem = bwrap_problem()
     if problem:
         raise ExerciseError(f"cannot grade: {problem}. The grading environment is broken; nobody was graded")
-    source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
-    server = warm.server_for(nbformat.writes(source))  # warm for the local worker too
-    with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
-        report_path = Path(folder) / "report.json"
-        SandboxedExecute(report_path=str(report_path), trusted_server=server).preprocess(
-            source, {"metadata": {"path": folder}})
-        report = json.loads(report_path.read_text())
-    failed = [(cell.metadata.get("nbgrader", {}).get("grade_id"), out) for cell in source.cells
-              if cell.cell_type == "code" for out in cell.get("outputs", []) if out.output_type == "error"]
-    if failed or report["stopped"]:
-        grade_id, error = failed[0] if failed else ("", {"ename": "", "evalue": report["stopped"]})
-        raise ExerciseError(f"cannot grade {chapter}: the solution version fails in the grading sandbox, at cell "
-                            f"{grade_id!r}: {error['ename']}: {error['evalue'][:300]}. The grading environment is "
-                            "broken (is torch importable? are the book's helpers there?); nobody was graded")
+    grade_id, error = failed[0] if failed else ("", {"ename": "", "evalue": crash or report["stopped"]})
+    raise ExerciseError(f"cannot grade {chapter}: the solution version fails in the grading sandbox, at cell "
+                        f"{grade_id!r}: {error['ename']}: {error['evalue'][:300]}. The grading environment is "
+                        "broken (is torch importable? are the book's helpers there?); nobody was graded")
 
 
 def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students: list[str] | None = None,

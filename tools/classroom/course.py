@@ -147,6 +147,17 @@ def gradebook_url(course_dir: Path | str) -> str:
     return os.environ.get(GRADEBOOK_URL) or f"sqlite:///{Path(course_dir) / 'gradebook.db'}?timeout=300"
 
 
+def alembic_head() -> str:
+    """The revision nbgrader stamps on a new gradebook, read here (nbgrader runs `alembic heads`: 2 CPU s)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    config = Config()
+    config.set_main_option("script_location", ALEMBIC_DIR)
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
 def _environment() -> dict[str, str]:
     env = offline_environment()
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # kernels run `python`

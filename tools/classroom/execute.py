@@ -59,6 +59,9 @@ class SandboxedExecute(Execute):
     memory_mb = Integer(MEMORY_LIMIT_MB, help="the kernel's memory cap (RLIMIT_DATA), in MiB").tag(config=True)
     report_path = Unicode("", help="where to write the JSON report of the run").tag(config=True)
     trusted_server = Unicode("", help="the socket of a warm trusted server (warm.py), or ''").tag(config=True)
+    warm_servers = Integer(0, help="without trusted_server: the chapters whose warm server (warm.py) this process "
+                                   "keeps for the next submissions (plain nbgrader), or 0: a fresh trusted process "
+                                   "per submission").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         # The submission contributes its notebook only: a torch.py or an ipykernel_launcher.py handed in beside it
@@ -70,7 +73,8 @@ class SandboxedExecute(Execute):
                   "process_cap": process_cap(scratch)[1]}
         started = self._started = time.monotonic()
         self._kept, self._grader_cell, self._report = {}, False, report
-        self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb, self.trusted_server)
+        self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb,
+                                   self.trusted_server or self._warm_server(resources))
         try:
             self._run(nb, resources, km, report, started)
         finally:
@@ -81,6 +85,22 @@ class SandboxedExecute(Execute):
             if self.report_path:
                 Path(self.report_path).write_text(json.dumps(report, indent=1))
         return self.nb, self.resources
+
+    def _warm_server(self, resources) -> str:
+        """With warm_servers: this process's server for the assignment's source notebook (the teacher's), or ''."""
+        ids = (resources or {}).get("nbgrader", {})
+        if not self.warm_servers or "assignment" not in ids or "notebook" not in ids:
+            return ""
+        from nbgrader.coursedir import CourseDirectory
+
+        from tools.classroom import warm
+
+        course = CourseDirectory(config=self.config)
+        source = Path(course.format_path(course.source_directory, ".", ids["assignment"])) / f"{ids['notebook']}.ipynb"
+        try:
+            return warm.server_for(source.read_text(), keep=self.warm_servers)
+        except OSError:  # no source notebook: a fresh trusted process, as without warm_servers
+            return ""
 
     def output(self, outs, msg, display_id, cell_index):
         """Keep an output while its cell and the notebook are under their caps; errors always (they decide points)."""

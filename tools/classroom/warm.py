@@ -76,7 +76,7 @@ def _remove_stale() -> None:
                 continue
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=16)
 def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
     """A source notebook's setup cell (grade_id 'setup'), and the modules its test cells import."""
     from tools.classroom.execute import is_test
@@ -94,16 +94,25 @@ def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
     return setup, tuple(sorted(modules))
 
 
-def server_for(notebook: str) -> str:
-    """The socket of this process's server for a source notebook's setup, started on first use; '' if none runs it."""
+def server_for(notebook: str, keep: int = 1) -> str:
+    """The socket of this process's server for a source notebook's setup, started on first use; '' if none runs it.
+
+    The process keeps the servers of its last `keep` setups (chapters), the oldest closed first (~0.5 GB each).
+    """
     setup, preload = course_code(notebook)
     if not setup:
         return ""
-    server = _SERVERS.get(setup)
-    if server is None or (server.ready and not server.alive()):  # a setup that failed once is not retried
-        stop_all()  # one chapter at a time: an older server is closed, a dead one replaced
+    server = _SERVERS.pop(setup, None)  # put back last: the most recently used
+    if server is not None and server.ready and not server.alive():  # a dead one replaced; a failed setup not retried
+        server.close()
+        server = None
+    if server is None:
+        while len(_SERVERS) >= max(1, keep):
+            _SERVERS.pop(next(iter(_SERVERS))).close()
         with contextlib.suppress(OSError):
-            server = _SERVERS[setup] = TrustedServer(setup, preload)
+            server = TrustedServer(setup, preload)
+    if server is not None:
+        _SERVERS[setup] = server
     return str(server.socket) if server is not None and server.alive() else ""
 
 
