@@ -1,6 +1,7 @@
 """The built HTML book as tests see it: where it is, a local server for it (`book_url`), one headless Chromium for
-the session (`browser`) and each page as a desktop reader's cold visit shows it (`desktop`), loaded once for the
-read-only checks of several modules."""
+the session (`browser`), and each page loaded once for the read-only checks of several modules: as a desktop
+reader's cold visit shows it (`desktop`), and narrowed from a desktop's to a phone's width in light and dark mode
+(`narrowed`: test_layout's measures, test_accessibility's axe-core runs)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,30 @@ KNOWN_OFFLINE_HOSTS = {
     "unpkg.com": "thebe, loaded only when a reader starts live code",
 }
 DESKTOP = {"width": 1280, "height": 900}
+AXE = ROOT / "tests" / "book" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+THEMES = ["light", "dark"]
+WIDTHS = [1280, 768, 390]  # a desktop's, a tablet's and a phone's
+RESIZE_SETTLES_MS = 400
+# The theme button's effect without a reload: pydata-sphinx-theme keys its colours on <html data-theme>.
+SET_THEME = """theme => { Object.assign(document.documentElement.dataset, {theme, mode: theme});
+  return getComputedStyle(document.body).backgroundColor; }"""
+# Colours switch at once, so axe measures the theme's final colours, not a transition's midpoint.
+NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
+# Each figure: its rendered and its natural shape; each box: its share of width out of sight, and its affordances.
+LAYOUT = """async () => {
+  await Promise.all([...document.images].map(img => img.decode().catch(() => null)));
+  window.bookLabelScrollers?.();
+  const figures = [...document.querySelectorAll('main img')].filter(img => img.offsetParent && img.naturalWidth)
+    .map(img => ({name: img.src.split('/').pop(), drawn: img.width / img.height,
+                  natural: img.naturalWidth / img.naturalHeight, size: `${img.width}x${img.height}`}));
+  const boxes = [...document.querySelectorAll('main pre, main .bd-article .math')]
+    .filter(box => box.offsetParent && box.scrollWidth > 0)
+    .map(box => ({text: box.textContent.trim().slice(0, 50),
+                  hidden: Math.max(0, box.scrollWidth - box.clientWidth) / box.scrollWidth,
+                  focusable: box.tabIndex === 0 && !!box.getAttribute('aria-label'),
+                  shadow: getComputedStyle(box).backgroundImage !== 'none'}));
+  return {figures, boxes};
+}"""
 DESKTOP_PAGES = toc_pages() + ["search", "genindex"]  # index.html only redirects to the root page
 # Each formula: drawn by the browser as MathML (an element of MathMLElement with a size), not left as TeX.
 DRAWN = """() => [...document.querySelectorAll('.bd-article .math')].map(box => {
@@ -162,3 +187,43 @@ def desktop(browser, book_url) -> dict[str, DesktopVisit]:
     """Every page of the book (and its search and index pages), each loaded once at a desktop's width."""
     shots = {stem: SCREENSHOTS / f"{Path(stem).name}.png" for stem in toc_pages()}
     return {stem: desktop_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in DESKTOP_PAGES}
+
+
+@dataclass
+class NarrowedVisit:
+    """One page loaded at 1280 px in light mode, then narrowed to each width, measured and checked in each theme."""
+
+    layout: dict[int, dict]  # width -> LAYOUT's {"figures": [...], "boxes": [...]}, in light mode
+    axe: dict[tuple[int, str], list[dict]]  # (width, theme) -> axe-core's violations; {} without axe-core
+    backgrounds: set[str]  # the body's background in each theme
+
+
+def narrowed_visit(browser, url: str) -> NarrowedVisit:
+    """Load `url` once; at each width (once the theme has re-marked its scrolling boxes) measure, run axe per theme."""
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
+    context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
+    tab = context.new_page()
+    visit(tab, url)
+    if AXE.exists():  # test_accessibility skips (or in CI fails) without it; test_layout does not need it
+        tab.add_script_tag(path=str(AXE))
+    tab.add_style_tag(content=NO_TRANSITIONS)
+    found = NarrowedVisit(layout={}, axe={}, backgrounds=set())
+    for width in WIDTHS:
+        tab.set_viewport_size({"width": width, "height": 900})
+        tab.wait_for_timeout(RESIZE_SETTLES_MS)  # the theme re-marks scrolling boxes 300 ms after a resize
+        tab.evaluate("() => window.bookLabelScrollers?.()")
+        for theme in THEMES:
+            found.backgrounds.add(tab.evaluate(SET_THEME, theme))
+            if theme == "light":
+                found.layout[width] = tab.evaluate(LAYOUT)
+            if AXE.exists():
+                found.axe[width, theme] = tab.evaluate(
+                    "() => axe.run(document, {resultTypes: ['violations']})")["violations"]
+    context.close()
+    return found
+
+
+@pytest.fixture(scope="session")
+def narrowed(browser, book_url) -> dict[str, NarrowedVisit]:
+    """Every page of the book (and its search and index pages), each loaded once and narrowed 1280 -> 768 -> 390 px."""
+    return {stem: narrowed_visit(browser, f"{book_url}/{stem}.html") for stem in DESKTOP_PAGES}
