@@ -1,7 +1,7 @@
 """The built HTML book as tests see it: where it is, a local server for it (`book_url`), one headless Chromium for
-the session (`browser`), and each page loaded once for the read-only checks of several modules: as a desktop
-reader's cold visit shows it (`desktop`), and narrowed from a desktop's to a phone's width in light and dark mode
-(`narrowed`: test_layout's measures, test_accessibility's axe-core runs)."""
+the session (`browser`), and each page loaded once for the read-only checks of several modules (`visited`): as a
+desktop reader's cold visit shows it (test_browser, test_page_weight, test_math), then narrowed from a desktop's to
+a phone's width in light and dark mode (test_layout's measures, test_accessibility's axe-core runs)."""
 
 from __future__ import annotations
 
@@ -139,8 +139,9 @@ def record_problems(tab) -> list[str]:
 
 
 @dataclass
-class DesktopVisit:
-    """What one cold visit of a page at 1280 x 900 showed, for the checks that only read the page."""
+class PageVisit:
+    """What one cold visit of a page showed: at 1280 x 900 once the network was idle (for the checks that only read
+    the page), then narrowed to each width and measured and checked by axe-core in each theme."""
 
     ok: bool  # the page's own response
     title: str
@@ -151,13 +152,18 @@ class DesktopVisit:
     pdf_buttons: int
     math: tuple[int, int, int]  # <main> .math boxes, those holding a <math>, MathML errors
     formulas: tuple[int, int]  # .math boxes in the article, elements there a screen reader reads as math
-    drawn: list[dict] = field(default_factory=list)  # DRAWN on the article's formulas
-    problems: list[str] = field(default_factory=list)  # over the whole visit, the screenshot included
+    drawn: list[dict]  # DRAWN on the article's formulas
+    problems: list[str]  # console and page errors, failed requests, until the screenshot was taken
+    layout: dict[int, dict] = field(default_factory=dict)  # width -> LAYOUT's {"figures", "boxes"}, light mode
+    axe: dict[tuple[int, str], list[dict]] = field(default_factory=dict)  # (width, theme) -> violations, if axe
+    backgrounds: set[str] = field(default_factory=set)  # the body's background in each theme
 
 
-def desktop_visit(browser, url: str, screenshot: Path | None) -> DesktopVisit:
-    """Load `url` once in a fresh context (an empty cache), wait for the network to settle, measure, screenshot."""
+def page_visit(browser, url: str, screenshot: Path | None) -> PageVisit:
+    """Load `url` in a fresh context (an empty cache) in light mode, let the network settle, read it, screenshot it;
+    then at each width, once the theme has re-marked its scrolling boxes, measure it and run axe in each theme."""
     context = browser.new_context(viewport=DESKTOP)
+    context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
     tab = context.new_page()
     problems = record_problems(tab)
     fetched: dict[str, tuple[str, int]] = {}
@@ -166,7 +172,7 @@ def desktop_visit(browser, url: str, screenshot: Path | None) -> DesktopVisit:
     tab.evaluate("() => document.fonts.ready")
     tab.wait_for_load_state("networkidle")  # the icon fonts the page asked for
     main = tab.locator("main")
-    found = DesktopVisit(
+    found = PageVisit(
         ok=response.ok, title=tab.title(), h1=main.locator("h1").count(), fetched=dict(fetched),
         images=tab.eval_on_selector_all("main img", "imgs => imgs.map(i => [i.src, i.naturalWidth, i.naturalHeight])"),
         hrefs=sorted(set(tab.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"))),
@@ -178,38 +184,12 @@ def desktop_visit(browser, url: str, screenshot: Path | None) -> DesktopVisit:
     if screenshot:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         tab.screenshot(path=str(screenshot), full_page=True)
-    context.close()
-    return found
-
-
-@pytest.fixture(scope="session")
-def desktop(browser, book_url) -> dict[str, DesktopVisit]:
-    """Every page of the book (and its search and index pages), each loaded once at a desktop's width."""
-    shots = {stem: SCREENSHOTS / f"{Path(stem).name}.png" for stem in toc_pages()}
-    return {stem: desktop_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in DESKTOP_PAGES}
-
-
-@dataclass
-class NarrowedVisit:
-    """One page loaded at 1280 px in light mode, then narrowed to each width, measured and checked in each theme."""
-
-    layout: dict[int, dict]  # width -> LAYOUT's {"figures": [...], "boxes": [...]}, in light mode
-    axe: dict[tuple[int, str], list[dict]]  # (width, theme) -> axe-core's violations; {} without axe-core
-    backgrounds: set[str]  # the body's background in each theme
-
-
-def narrowed_visit(browser, url: str) -> NarrowedVisit:
-    """Load `url` once; at each width (once the theme has re-marked its scrolling boxes) measure, run axe per theme."""
-    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
-    context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
-    tab = context.new_page()
-    visit(tab, url)
-    if AXE.exists():  # test_accessibility skips (or in CI fails) without it; test_layout does not need it
+    found.problems = list(problems)
+    if AXE.exists():  # test_accessibility skips (or in CI fails) without it; the other checks do not need it
         tab.add_script_tag(path=str(AXE))
     tab.add_style_tag(content=NO_TRANSITIONS)
-    found = NarrowedVisit(layout={}, axe={}, backgrounds=set())
     for width in WIDTHS:
-        tab.set_viewport_size({"width": width, "height": 900})
+        tab.set_viewport_size({"width": width, "height": DESKTOP["height"]})
         tab.wait_for_timeout(RESIZE_SETTLES_MS)  # the theme re-marks scrolling boxes 300 ms after a resize
         tab.evaluate("() => window.bookLabelScrollers?.()")
         for theme in THEMES:
@@ -224,6 +204,7 @@ def narrowed_visit(browser, url: str) -> NarrowedVisit:
 
 
 @pytest.fixture(scope="session")
-def narrowed(browser, book_url) -> dict[str, NarrowedVisit]:
-    """Every page of the book (and its search and index pages), each loaded once and narrowed 1280 -> 768 -> 390 px."""
-    return {stem: narrowed_visit(browser, f"{book_url}/{stem}.html") for stem in DESKTOP_PAGES}
+def visited(browser, book_url) -> dict[str, PageVisit]:
+    """Every page of the book (and its search and index pages), each loaded once: see PageVisit."""
+    shots = {stem: SCREENSHOTS / f"{Path(stem).name}.png" for stem in toc_pages()}
+    return {stem: page_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in DESKTOP_PAGES}

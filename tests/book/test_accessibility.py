@@ -1,7 +1,7 @@
 """axe-core (pinned in tests/book/axe/package.json, installed by `make test`'s set-up with `npm ci`) on every page of
 the built book at a phone's, a tablet's and a desktop's width (390, 768, 1280 px), in light and in dark mode: no
 critical or serious violation the book controls (a box that scrolls only on a phone must still take keyboard focus).
-Each page loads once; the window narrows and the theme switches in place (conftest.py's `narrowed`). One that lives
+Each page loads once; the window narrows and the theme switches in place (conftest.py's `visited`). One that lives
 in the pinned theme's own markup, out of reach of book.css and tools/book/sphinx_fixes.py, goes in ALLOWED with the
 reason (none does today); the list must stay true (an entry that no page shows any more fails too)."""
 
@@ -31,10 +31,10 @@ def _axe_or_skip():
 def violations(request):
     """Every page at every width in both themes: {(page, width, theme): axe violations}."""
     _axe_or_skip()
-    narrowed = request.getfixturevalue("narrowed")  # each page loaded once, with axe-core (conftest.py)
+    visited = request.getfixturevalue("visited")  # each page loaded once, with axe-core (conftest.py)
     for stem in PAGES:
-        assert len(narrowed[stem].backgrounds) == len(THEMES), f"{stem}: the themes did not switch"
-    return {(stem, *key): found for stem in PAGES for key, found in narrowed[stem].axe.items()}
+        assert len(visited[stem].backgrounds) == len(THEMES), f"{stem}: the themes did not switch"
+    return {(stem, *key): found for stem in PAGES for key, found in visited[stem].axe.items()}
 
 
 def blocking_findings(violations: dict) -> dict[tuple[str, str], list[str]]:
@@ -72,9 +72,9 @@ def test_axe_reports_a_planted_violation(browser, book_url):
     assert ("image-alt", "critical") in {(v["id"], v["impact"]) for v in results["violations"]}
 
 
-def test_every_formula_carries_mathml_for_screen_readers(desktop):
+def test_every_formula_carries_mathml_for_screen_readers(visited):
     """Each formula is MathML (tools/book/sphinx_mathml.py), which the browser exposes to screen readers as math."""
     # (.math boxes in the article, elements there with the role math) on each page with a .math box in <main>
-    formulas = {stem: desktop[stem].formulas for stem in PAGES if desktop[stem].math[0]}
+    formulas = {stem: visited[stem].formulas for stem in PAGES if visited[stem].math[0]}
     assert "book/sum_and_layernorm" in formulas
     assert {stem: counts for stem, counts in formulas.items() if counts[0] == 0 or counts[1] != counts[0]} == {}

@@ -46,25 +46,25 @@ PAGES = toc_pages()
 
 
 @pytest.mark.parametrize("stem", PAGES)
-def test_page_loads_without_errors_and_is_screenshotted(desktop, stem):
-    visit = desktop[stem]  # loaded until the network was idle, then screenshotted (tests/book/conftest.py)
-    assert visit.ok
-    assert CONFIG["title"] in visit.title
-    assert visit.h1 >= 1
+def test_page_loads_without_errors_and_is_screenshotted(visited, stem):
+    seen = visited[stem]  # loaded until the network was idle, then screenshotted (tests/book/conftest.py)
+    assert seen.ok
+    assert CONFIG["title"] in seen.title
+    assert seen.h1 >= 1
     assert (SCREENSHOTS / f"{Path(stem).name}.png").exists()
-    assert visit.problems == []
+    assert seen.problems == []
 
 
 @pytest.mark.parametrize("stem", [p for p in PAGES if is_notebook(p)])
-def test_every_figure_has_a_natural_size(desktop, stem):
-    sizes = desktop[stem].images
+def test_every_figure_has_a_natural_size(visited, stem):
+    sizes = visited[stem].images
     assert sizes, "a chapter without a single figure"
     assert [s for s in sizes if s[1] == 0 or s[2] == 0] == []
 
 
 @pytest.mark.parametrize("stem", PAGES)
-def test_every_internal_link_resolves(desktop, fetch, book_url, stem):
-    for href in (h for h in desktop[stem].hrefs if h.startswith(book_url)):
+def test_every_internal_link_resolves(visited, fetch, book_url, stem):
+    for href in (h for h in visited[stem].hrefs if h.startswith(book_url)):
         target, fragment = urldefrag(href)
         ok, status, text = fetch(target)
         assert ok, f"{href} -> HTTP {status}"
@@ -72,12 +72,12 @@ def test_every_internal_link_resolves(desktop, fetch, book_url, stem):
             assert re.search(rf'id="{re.escape(fragment)}"', text), f"{href}: no anchor"
 
 
-def test_math_renders_offline_on_every_page_with_math(desktop):
-    with_math = {stem: desktop[stem].math for stem in PAGES if desktop[stem].math[0]}  # what Sphinx wrote
+def test_math_renders_offline_on_every_page_with_math(visited):
+    with_math = {stem: visited[stem].math for stem in PAGES if visited[stem].math[0]}  # what Sphinx wrote
     # MathML written at build time (tools/book/sphinx_mathml.py), drawn by the browser
     assert "book/sum_and_layernorm" in with_math and "book/sinusoidal_encodings" in with_math, sorted(with_math)
     assert {stem: counts for stem, counts in with_math.items() if counts[1] != counts[0] or counts[2]} == {}
-    assert {stem: desktop[stem].problems for stem in PAGES if desktop[stem].problems} == {}
+    assert {stem: visited[stem].problems for stem in PAGES if visited[stem].problems} == {}
 
 
 def test_search_finds_layernorm_in_the_sum_and_layernorm_chapter(page, book_url):
@@ -100,10 +100,10 @@ def test_light_and_dark_switch(page, book_url):
 
 
 @pytest.mark.parametrize("stem", [p for p in PAGES if is_notebook(p)])
-def test_launch_and_download_buttons(desktop, fetch, book_url, stem):
+def test_launch_and_download_buttons(visited, fetch, book_url, stem):
     org_repo = urlparse(CONFIG["repository"]["url"]).path.strip("/")
     branch = CONFIG["repository"]["branch"]
-    hrefs = set(desktop[stem].hrefs)
+    hrefs = set(visited[stem].hrefs)
     colab = f"https://colab.research.google.com/github/{org_repo}/blob/{branch}/{stem}.ipynb"
     binder = f"https://mybinder.org/v2/gh/{org_repo}/{branch}?urlpath=tree/{stem}.ipynb"
     assert colab in hrefs and binder in hrefs
@@ -111,4 +111,4 @@ def test_launch_and_download_buttons(desktop, fetch, book_url, stem):
     assert download in hrefs
     ok, _, notebook = fetch(download)
     assert ok and json.loads(notebook)["nbformat"] == 4
-    assert desktop[stem].pdf_buttons == 1
+    assert visited[stem].pdf_buttons == 1

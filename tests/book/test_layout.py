@@ -15,9 +15,9 @@ HIDDEN_ON_DESKTOP = 0.05
 
 
 @pytest.fixture(scope="module")
-def measured(narrowed):
+def measured(visited):
     """{(page, width): {"figures": [...], "boxes": [...]}}: each page loaded once, then narrowed (conftest.py)."""
-    return {(stem, width): narrowed[stem].layout[width] for stem in toc_pages() for width in WIDTHS}
+    return {(stem, width): visited[stem].layout[width] for stem in toc_pages() for width in WIDTHS}
 
 
 def distorted(figures: list[dict]) -> list[str]:

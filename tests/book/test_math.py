@@ -46,8 +46,8 @@ def test_a_style_mathml_core_cannot_draw_is_a_clear_error():
         mathml(r"\mathcal{\sigma}", "inline")
 
 
-def test_every_formula_is_drawn_natively_as_mathml(desktop):
-    formulas = {stem: desktop[stem].drawn for stem in toc_pages()}  # DRAWN at 1280 px (tests/book/conftest.py)
+def test_every_formula_is_drawn_natively_as_mathml(visited):
+    formulas = {stem: visited[stem].drawn for stem in toc_pages()}  # DRAWN at 1280 px (tests/book/conftest.py)
     assert sum(map(len, formulas.values())) >= 100  # the check sees the book's formulas
     bad = {stem: [f["tex"] for f in found if not (f["native"] and f["drawn"]) or f["raw"]]
            for stem, found in formulas.items()}
