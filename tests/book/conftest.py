@@ -50,7 +50,7 @@ LAYOUT = """async () => {
                   shadow: getComputedStyle(box).backgroundImage !== 'none'}));
   return {figures, boxes};
 }"""
-DESKTOP_PAGES = toc_pages() + ["search", "genindex"]  # index.html only redirects to the root page
+VISITED_PAGES = toc_pages() + ["search", "genindex"]  # index.html only redirects to the root page
 # Each formula: drawn by the browser as MathML (an element of MathMLElement with a size), not left as TeX.
 DRAWN = """() => [...document.querySelectorAll('.bd-article .math')].map(box => {
   const math = box.querySelector(':scope > math');
@@ -207,4 +207,4 @@ def page_visit(browser, url: str, screenshot: Path | None) -> PageVisit:
 def visited(browser, book_url) -> dict[str, PageVisit]:
     """Every page of the book (and its search and index pages), each loaded once: see PageVisit."""
     shots = {stem: SCREENSHOTS / f"{Path(stem).name}.png" for stem in toc_pages()}
-    return {stem: page_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in DESKTOP_PAGES}
+    return {stem: page_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in VISITED_PAGES}

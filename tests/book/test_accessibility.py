@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.book.conftest import AXE, DESKTOP_PAGES, IN_CI, THEMES, require_built_book, visit
+from tests.book.conftest import AXE, IN_CI, THEMES, VISITED_PAGES, require_built_book, visit
 from tools.book.toc import ROOT
 
-PAGES = DESKTOP_PAGES  # the book's pages, search and genindex (index.html only redirects to the root page)
+PAGES = VISITED_PAGES  # the book's pages, search and genindex (index.html only redirects to the root page)
 BLOCKING = {"critical", "serious"}
 # (rule, CSS selector axe reports) -> why the book leaves it: markup the pinned theme writes, out of CSS's reach.
 ALLOWED: dict[tuple[str, str], str] = {}
