@@ -1,27 +1,18 @@
 """axe-core (pinned in tests/book/axe/package.json, installed by `make test`'s set-up with `npm ci`) on every page of
 the built book at a phone's, a tablet's and a desktop's width (390, 768, 1280 px), in light and in dark mode: no
 critical or serious violation the book controls (a box that scrolls only on a phone must still take keyboard focus).
-Each page loads once; the window narrows and the theme switches in place. One that lives in the pinned theme's own
-markup, out of reach of book.css and tools/book/sphinx_fixes.py, goes in ALLOWED with the reason (none does today);
-the list must stay true (an entry that no page shows any more fails too)."""
+Each page loads once; the window narrows and the theme switches in place (conftest.py's `visited`). One that lives
+in the pinned theme's own markup, out of reach of book.css and tools/book/sphinx_fixes.py, goes in ALLOWED with the
+reason (none does today); the list must stay true (an entry that no page shows any more fails too)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.book.conftest import IN_CI, require_built_book, visit
-from tools.book.toc import ROOT, toc_pages
+from tests.book.conftest import AXE, IN_CI, THEMES, VISITED_PAGES, require_built_book, visit
+from tools.book.toc import ROOT
 
-AXE = ROOT / "tests" / "book" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
-PAGES = toc_pages() + ["search", "genindex"]  # index.html only redirects to the root page
-THEMES = ["light", "dark"]
-WIDTHS = [1280, 768, 390]
-RESIZE_SETTLES_MS = 400
-# The theme button's effect without a reload: pydata-sphinx-theme keys its colours on <html data-theme>.
-SET_THEME = """theme => { Object.assign(document.documentElement.dataset, {theme, mode: theme});
-  return getComputedStyle(document.body).backgroundColor; }"""
-# Colours switch at once, so axe measures the theme's final colours, not a transition's midpoint.
-NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
+PAGES = VISITED_PAGES  # the book's pages, search and genindex (index.html only redirects to the root page)
 BLOCKING = {"critical", "serious"}
 # (rule, CSS selector axe reports) -> why the book leaves it: markup the pinned theme writes, out of CSS's reach.
 ALLOWED: dict[tuple[str, str], str] = {}
@@ -36,32 +27,14 @@ def _axe_or_skip():
     pytest.skip(reason)
 
 
-def page_violations(browser, base_url: str, stem: str) -> dict[tuple[int, str], list[dict]]:
-    """axe-core's violations on one page at each width in each theme."""
-    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
-    context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
-    tab = context.new_page()
-    visit(tab, f"{base_url}/{stem}.html")
-    tab.add_script_tag(path=str(_axe_or_skip()))
-    tab.add_style_tag(content=NO_TRANSITIONS)
-    found, backgrounds = {}, set()
-    for width in WIDTHS:
-        tab.set_viewport_size({"width": width, "height": 900})
-        tab.wait_for_timeout(RESIZE_SETTLES_MS)  # the theme re-marks scrolling boxes 300 ms after a resize
-        tab.evaluate("() => window.bookLabelScrollers?.()")
-        for theme in THEMES:
-            backgrounds.add(tab.evaluate(SET_THEME, theme))
-            found[width, theme] = tab.evaluate("() => axe.run(document, {resultTypes: ['violations']})")["violations"]
-    context.close()
-    assert len(backgrounds) == len(THEMES), f"{stem}: the themes did not switch ({backgrounds})"
-    return found
-
-
 @pytest.fixture(scope="module")
-def violations(browser, book_url):
+def violations(request):
     """Every page at every width in both themes: {(page, width, theme): axe violations}."""
-    require_built_book()
-    return {(stem, *key): found for stem in PAGES for key, found in page_violations(browser, book_url, stem).items()}
+    _axe_or_skip()
+    visited = request.getfixturevalue("visited")  # each page loaded once, with axe-core (conftest.py)
+    for stem in PAGES:
+        assert len(visited[stem].backgrounds) == len(THEMES), f"{stem}: the themes did not switch"
+    return {(stem, *key): found for stem in PAGES for key, found in visited[stem].axe.items()}
 
 
 def blocking_findings(violations: dict) -> dict[tuple[str, str], list[str]]:
@@ -99,17 +72,9 @@ def test_axe_reports_a_planted_violation(browser, book_url):
     assert ("image-alt", "critical") in {(v["id"], v["impact"]) for v in results["violations"]}
 
 
-def test_every_formula_carries_mathml_for_screen_readers(browser, book_url):
+def test_every_formula_carries_mathml_for_screen_readers(visited):
     """Each formula is MathML (tools/book/sphinx_mathml.py), which the browser exposes to screen readers as math."""
-    require_built_book()
-    context = browser.new_context()
-    tab = context.new_page()
-    formulas = {}
-    for stem in PAGES:
-        visit(tab, f"{book_url}/{stem}.html")
-        if tab.locator("main .math").count():
-            formulas[stem] = (tab.locator(".bd-article .math").count(),  # the page's own text, not its contents list
-                              tab.locator(".bd-article").get_by_role("math", include_hidden=True).count())
-    context.close()
+    # (.math boxes in the article, elements there with the role math) on each page with a .math box in <main>
+    formulas = {stem: visited[stem].formulas for stem in PAGES if visited[stem].math[0]}
     assert "book/sum_and_layernorm" in formulas
     assert {stem: counts for stem, counts in formulas.items() if counts[0] == 0 or counts[1] != counts[0]} == {}

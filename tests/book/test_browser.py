@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import urldefrag, urlparse
@@ -9,38 +10,35 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 import yaml
 
-from tests.book.conftest import visit
+from tests.book.conftest import DESKTOP, SCREENSHOTS, record_problems, visit
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
-SCREENSHOTS = ROOT / "_build" / "screenshots"
-# Hosts a page may try to reach and fail offline, and why; nothing else may fail or log an error.
-KNOWN_OFFLINE_HOSTS = {
-    "unpkg.com": "thebe, loaded only when a reader starts live code",
-}
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 
 @pytest.fixture
 def page(browser):
     """A fresh page that records console errors, page errors and failed requests."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport=DESKTOP)
     tab = context.new_page()
-    tab.problems = []
-
-    def on_console(message):
-        host = urlparse(message.location.get("url", "")).hostname or ""
-        if message.type == "error" and host not in KNOWN_OFFLINE_HOSTS:
-            tab.problems.append(f"console error: {message.text}")
-
-    def on_failed(request):
-        if (urlparse(request.url).hostname or "") not in KNOWN_OFFLINE_HOSTS:
-            tab.problems.append(f"request failed: {request.url} ({request.failure})")
-
-    tab.on("console", on_console)
-    tab.on("pageerror", lambda error: tab.problems.append(f"page error: {error}"))
-    tab.on("requestfailed", on_failed)
-    tab.on("response", lambda r: r.status >= 400 and tab.problems.append(f"HTTP {r.status}: {r.url}"))
+    tab.problems = record_problems(tab)
     yield tab
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def fetch(browser):
+    """GET a URL of the served book, once per URL for the module: (ok, HTTP status, body text)."""
+    context = browser.new_context()
+    seen: dict[str, tuple[bool, int, str]] = {}
+
+    def get(url: str) -> tuple[bool, int, str]:
+        if url not in seen:
+            response = context.request.get(url)
+            seen[url] = (response.ok, response.status, response.text())
+        return seen[url]
+
+    yield get
     context.close()
 
 
@@ -48,47 +46,38 @@ PAGES = toc_pages()
 
 
 @pytest.mark.parametrize("stem", PAGES)
-def test_page_loads_without_errors_and_is_screenshotted(page, book_url, stem):
-    response = page.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
-    assert response.ok
-    assert CONFIG["title"] in page.title()
-    assert page.locator("main h1").count() >= 1
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{Path(stem).name}.png"), full_page=True)
-    assert page.problems == []
+def test_page_loads_without_errors_and_is_screenshotted(visited, stem):
+    seen = visited[stem]  # loaded until the network was idle, then screenshotted (tests/book/conftest.py)
+    assert seen.ok
+    assert CONFIG["title"] in seen.title
+    assert seen.h1 >= 1
+    assert (SCREENSHOTS / f"{Path(stem).name}.png").exists()
+    assert seen.problems == []
 
 
 @pytest.mark.parametrize("stem", [p for p in PAGES if is_notebook(p)])
-def test_every_figure_has_a_natural_size(page, book_url, stem):
-    visit(page, f"{book_url}/{stem}.html")
-    sizes = page.eval_on_selector_all("main img", "imgs => imgs.map(i => [i.src, i.naturalWidth, i.naturalHeight])")
+def test_every_figure_has_a_natural_size(visited, stem):
+    sizes = visited[stem].images
     assert sizes, "a chapter without a single figure"
     assert [s for s in sizes if s[1] == 0 or s[2] == 0] == []
 
 
 @pytest.mark.parametrize("stem", PAGES)
-def test_every_internal_link_resolves(page, book_url, stem):
-    visit(page, f"{book_url}/{stem}.html")
-    hrefs = set(page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"))
-    for href in sorted(h for h in hrefs if h.startswith(book_url)):
+def test_every_internal_link_resolves(visited, fetch, book_url, stem):
+    for href in (h for h in visited[stem].hrefs if h.startswith(book_url)):
         target, fragment = urldefrag(href)
-        response = page.request.get(target)
-        assert response.ok, f"{href} -> HTTP {response.status}"
+        ok, status, text = fetch(target)
+        assert ok, f"{href} -> HTTP {status}"
         if fragment and target.endswith(".html"):
-            assert re.search(rf'id="{re.escape(fragment)}"', response.text()), f"{href}: no anchor"
+            assert re.search(rf'id="{re.escape(fragment)}"', text), f"{href}: no anchor"
 
 
-def test_math_renders_offline_on_every_page_with_math(page, book_url):
-    with_math = {}
-    for stem in PAGES:
-        visit(page, f"{book_url}/{stem}.html")
-        written = page.locator("main .math").count()  # what Sphinx wrote: inline spans and display divs
-        if written:  # MathML written at build time (tools/book/sphinx_mathml.py), drawn by the browser
-            with_math[stem] = (written, page.locator("main .math > math").count(),
-                               page.locator("main .math merror").count())
+def test_math_renders_offline_on_every_page_with_math(visited):
+    with_math = {stem: visited[stem].math for stem in PAGES if visited[stem].math[0]}  # what Sphinx wrote
+    # MathML written at build time (tools/book/sphinx_mathml.py), drawn by the browser
     assert "book/sum_and_layernorm" in with_math and "book/sinusoidal_encodings" in with_math, sorted(with_math)
     assert {stem: counts for stem, counts in with_math.items() if counts[1] != counts[0] or counts[2]} == {}
-    assert page.problems == []
+    assert {stem: visited[stem].problems for stem in PAGES if visited[stem].problems} == {}
 
 
 def test_search_finds_layernorm_in_the_sum_and_layernorm_chapter(page, book_url):
@@ -111,16 +100,15 @@ def test_light_and_dark_switch(page, book_url):
 
 
 @pytest.mark.parametrize("stem", [p for p in PAGES if is_notebook(p)])
-def test_launch_and_download_buttons(page, book_url, stem):
-    visit(page, f"{book_url}/{stem}.html")
+def test_launch_and_download_buttons(visited, fetch, book_url, stem):
     org_repo = urlparse(CONFIG["repository"]["url"]).path.strip("/")
     branch = CONFIG["repository"]["branch"]
-    hrefs = set(page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"))
+    hrefs = set(visited[stem].hrefs)
     colab = f"https://colab.research.google.com/github/{org_repo}/blob/{branch}/{stem}.ipynb"
     binder = f"https://mybinder.org/v2/gh/{org_repo}/{branch}?urlpath=tree/{stem}.ipynb"
     assert colab in hrefs and binder in hrefs
     download = f"{book_url}/_sources/{stem}.ipynb"
     assert download in hrefs
-    notebook = page.request.get(download)
-    assert notebook.ok and notebook.json()["nbformat"] == 4
-    assert page.locator(".btn-download-pdf-button").count() == 1
+    ok, _, notebook = fetch(download)
+    assert ok and json.loads(notebook)["nbformat"] == 4
+    assert visited[stem].pdf_buttons == 1

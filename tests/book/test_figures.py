@@ -31,14 +31,10 @@ def house_px(points: float) -> float:
     return points * mpl.rcParams["figure.dpi"] / 72
 
 
-def figures_at(browser, url: str) -> list[dict]:
-    """The cell-output figures of a page as a 390 px phone shows them (device pixel ratio 3, as on most phones)."""
-    context = browser.new_context(viewport=PHONE, device_scale_factor=3)
-    tab = context.new_page()
+def figures_at(tab, url: str) -> list[dict]:
+    """The cell-output figures of a page as `tab` shows them."""
     visit(tab, url)
-    found = tab.evaluate(MEASURE)
-    context.close()
-    return found
+    return tab.evaluate(MEASURE)
 
 
 def displayed_text_px(figure: dict, points: float) -> float:
@@ -49,21 +45,32 @@ def displayed_text_px(figure: dict, points: float) -> float:
 
 @pytest.fixture(scope="module")
 def measured(browser, book_url) -> dict[str, list[dict]]:
-    return {stem: figures_at(browser, f"{book_url}/{stem}.html") for stem in CHAPTERS}
+    """Each chapter's figures as a 390 px phone shows them (device pixel ratio 3, as on most phones)."""
+    context = browser.new_context(viewport=PHONE, device_scale_factor=3)
+    tab = context.new_page()
+    found = {stem: figures_at(tab, f"{book_url}/{stem}.html") for stem in CHAPTERS}
+    context.close()
+    return found
+
+
+@pytest.fixture(scope="module")
+def requests(browser):
+    """A context to fetch the figures' links with."""
+    context = browser.new_context()
+    yield context.request
+    context.close()
 
 
 @pytest.mark.parametrize("stem", CHAPTERS)
-def test_every_figure_links_to_its_full_size_image_with_readable_text(measured, browser, book_url, stem):
+def test_every_figure_links_to_its_full_size_image_with_readable_text(measured, requests, stem):
     figures = measured[stem]
-    context = browser.new_context()
     for figure in figures:
         assert figure["link"] == figure["src"], f"{stem}: {figure['alt'][:60]!r} is not inside a link to its image"
-        response = context.request.get(figure["link"])
+        response = requests.get(figure["link"])
         assert response.ok and response.headers["content-type"] == "image/png", figure["link"]
         # retina: twice the pixels of the size the page asks for; shown at that size, text is house_px(points)
         assert figure["setWidth"], f"{stem}: a figure without 2x output"
         assert abs(figure["naturalWidth"] - 2 * figure["setWidth"]) <= 2, figure
-    context.close()
     assert house_px(SMALLEST_PT) >= READABLE_PX
 
 

@@ -9,7 +9,6 @@ from xml.etree import ElementTree
 
 import pytest
 
-from tests.book.conftest import require_built_book, visit
 from tests.book.test_pdf import pdf as book_pdf  # noqa: F401  (the fixture: the PDF, read with pypdf)
 from tools.book.sphinx_mathml import MATHML, mathml
 from tools.book.toc import toc_pages
@@ -47,24 +46,8 @@ def test_a_style_mathml_core_cannot_draw_is_a_clear_error():
         mathml(r"\mathcal{\sigma}", "inline")
 
 
-# Each formula: drawn by the browser as MathML (an element of MathMLElement with a size), not left as TeX.
-DRAWN = """() => [...document.querySelectorAll('.bd-article .math')].map(box => {
-  const math = box.querySelector(':scope > math');
-  const rect = math?.getBoundingClientRect();
-  return {tex: box.textContent.slice(0, 40), native: math instanceof MathMLElement,
-          drawn: !!rect && rect.width > 0 && rect.height > 0, raw: /\\\\[a-zA-Z]/.test(box.textContent)};
-})"""
-
-
-def test_every_formula_is_drawn_natively_as_mathml(browser, book_url):
-    require_built_book()
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    formulas = {}
-    for stem in toc_pages():
-        visit(tab, f"{book_url}/{stem}.html")
-        formulas[stem] = tab.evaluate(DRAWN)
-    context.close()
+def test_every_formula_is_drawn_natively_as_mathml(visited):
+    formulas = {stem: visited[stem].drawn for stem in toc_pages()}  # DRAWN at 1280 px (tests/book/conftest.py)
     assert sum(map(len, formulas.values())) >= 100  # the check sees the book's formulas
     bad = {stem: [f["tex"] for f in found if not (f["native"] and f["drawn"]) or f["raw"]]
            for stem, found in formulas.items()}

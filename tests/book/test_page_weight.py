@@ -30,15 +30,8 @@ def test_page_with_its_images_is_under_two_megabytes(stem):
 
 
 @pytest.mark.parametrize("stem", toc_pages())
-def test_a_cold_visit_fetches_no_more_than_the_budget_beside_its_figures(browser, book_url, stem):
-    context = browser.new_context()  # a fresh cache
-    tab = context.new_page()
-    fetched: dict[str, tuple[str, int]] = {}
-    tab.on("requestfinished", lambda r: fetched.__setitem__(r.url, (r.resource_type, r.sizes()["responseBodySize"])))
-    tab.goto(f"{book_url}/{stem}.html", wait_until="networkidle")
-    tab.evaluate("() => document.fonts.ready")
-    tab.wait_for_load_state("networkidle")  # the icon fonts the page asked for
-    context.close()
+def test_a_cold_visit_fetches_no_more_than_the_budget_beside_its_figures(visited, stem):
+    fetched = visited[stem].fetched  # a fresh context (an empty cache), until the network was idle after the fonts
     assert not any("fontawesome.js" in url for url in fetched), "the 1.5 MB icon script is back"
     assert not any("mathjax" in url.lower() for url in fetched), "a math script is back: the math is MathML already"
     weight = sum(size for kind, size in fetched.values() if kind != "image")
