@@ -76,9 +76,9 @@ $(FINGERPRINT): FORCE $(STAMP)
 .PHONY: FORCE
 FORCE:
 
-# Lint, then two lanes at once: every notebook (nbval), the book built from what nbval cached, the class book, the PDF
-# and the tests of what they built (tests/book); and the unit and classroom tests, which need no built book. Each lane
-# keeps about one core busy (nbval's two workers and the graders' two share them). Lines from both lanes interleave.
+# Lint, then two lanes at once: every notebook (nbval), the book built from what nbval cached, the class book, the PDF,
+# the tests of what they built (tests/book) and the unit tests; and the classroom tests, which need no built book.
+# Each lane keeps about one core busy (nbval's two workers and the graders' two share them). Lines interleave.
 test: $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
@@ -89,10 +89,13 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	pytest tests/book -n 1
+	pytest tests/book tests/unit $(ANSWERS) -n 1
 
+# The grading tests (bubblewrap sandboxes, two graders at a time) are the longer lane: the unit tests and the
+# answer checks, which grade nothing, run after the book's tests instead.
+ANSWERS := tests/classroom/test_answers.py
 test-code: $(DEV_STAMP)
-	pytest tests/unit tests/classroom -n 1
+	pytest tests/classroom --ignore=$(ANSWERS) -n 1
 
 lint: $(DEV_STAMP)
 	ruff check .
