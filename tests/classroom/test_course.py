@@ -67,7 +67,7 @@ def test_plain_nbgrader_in_the_course_directory_also_grades_in_the_sandbox(cours
     assert config.CourseDirectory.root == str(course)
 
 
-def test_a_new_gradebook_is_stamped_with_the_revision_alembic_names(course):
+def test_a_new_gradebook_is_stamped_with_the_revision_alembic_names(course, tmp_path):
     """The grader reads the gradebook's alembic revision in-process; `alembic heads` (what nbgrader runs) agrees."""
     import sqlite3
     import subprocess
@@ -76,7 +76,7 @@ def test_a_new_gradebook_is_stamped_with_the_revision_alembic_names(course):
 
     from tools.classroom.course import alembic_head
 
-    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+    with _temp_alembic_ini(f"sqlite:///{tmp_path / 'gradebook.db'}") as ini:  # `heads` reads no database
         heads = subprocess.run(["alembic", "-c", ini, "heads"], capture_output=True, text=True, check=True).stdout
     assert heads.split()[0] == alembic_head()
     with sqlite3.connect(course / "gradebook.db") as db:  # made by the grader's nbgrader_config.py
