@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,12 @@ def require_built_book(folder: Path = HTML, target: str = "book") -> Path:
     if IN_CI:
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+@pytest.fixture
+def venv_first(monkeypatch):
+    """The book's python3 kernel runs the first `python` on PATH: put this venv's first, as make does."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

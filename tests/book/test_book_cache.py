@@ -3,10 +3,8 @@ executor stores for the same notebook, found by the same lookup; a failing noteb
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -35,10 +33,7 @@ def notebook(path, cells):
     return path
 
 
-@pytest.fixture(autouse=True)
-def venv_first(monkeypatch):
-    """The book's python3 kernel runs the first `python` on PATH: this venv's, as under make."""
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+pytestmark = pytest.mark.usefixtures("venv_first")  # conftest.py: the kernels run this venv's python
 
 
 def nbval_into_cache(path, cache):

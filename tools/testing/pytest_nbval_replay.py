@@ -11,6 +11,7 @@ A fresh clone (CI) has no cache, so it runs everything; so does `make test NBVAL
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections import deque
@@ -37,7 +38,13 @@ def environment_unchanged(cache: Path) -> bool:
         recorded = json.loads((cache.parent / fingerprint.RECORD).read_text())
     except (OSError, ValueError):
         return False
-    return recorded == fingerprint.fingerprint()
+    return recorded == current_fingerprint()
+
+
+@functools.cache
+def current_fingerprint() -> dict:
+    """This process's fingerprint, computed once (it hashes the helpers and reads every pinned version)."""
+    return fingerprint.fingerprint()
 
 
 def cached_run(cache: Path, path: Path) -> nbformat.NotebookNode | None:
