@@ -204,17 +204,18 @@ def grade_student(course_dir: Path, chapter: str, student: str, digest: str, not
     return _record(student, digest, round(time.monotonic() - started, 1), report, failure, notes)
 
 
-def preflight(course_dir: Path, chapter: str) -> None:
+def preflight(course_dir: Path, chapter: str) -> str:
     """Fail before grading anyone unless the solution version gets every point in the sandbox; if it does not, the
-    sandbox's self-check (bwrap_problem) names what is broken when it can."""
+    sandbox's self-check (bwrap_problem) names what is broken when it can. Returns the socket of the warm trusted
+    server it graded with ('' if none), which the workers on this machine share."""
 
     from tools.classroom import warm
     from tools.classroom.execute import SandboxedExecute
 
     source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
-    report, crash = {"stopped": None}, None
+    report, crash, server = {"stopped": None}, None, ""
     try:
-        server = warm.server_for(nbformat.writes(source))  # warm for the local worker too
+        server = warm.server_for(nbformat.writes(source))  # warm for the workers too
         with tempfile.TemporaryDirectory(prefix="preflight-") as folder:
             report_path = Path(folder) / "report.json"
             SandboxedExecute(report_path=str(report_path), trusted_server=server).preprocess(
@@ -225,7 +226,7 @@ def preflight(course_dir: Path, chapter: str) -> None:
     failed = [(cell.metadata.get("nbgrader", {}).get("grade_id"), out) for cell in source.cells
               if cell.cell_type == "code" for out in cell.get("outputs", []) if out.output_type == "error"]
     if not (crash or failed or report["stopped"]):
-        return
+        return server
     problem = bwrap_problem()
     if problem:
         raise ExerciseError(f"cannot grade: {problem}. The grading environment is broken; nobody was graded")
@@ -259,12 +260,7 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
             continue
         todo.append(student)
         checked[student] = (digest, notes)
-    if todo:
-        preflight(course_dir, chapter)
-        if workers > 1 or scheduler:  # the preflight's warm trusted server serves a local worker only
-            from tools.classroom import warm
-
-            warm.stop_all()
+    server = (preflight(course_dir, chapter) or "") if todo else ""  # one warm trusted server for this machine
     where = f"the Dask scheduler at {scheduler}" if scheduler else f"{workers} workers"
     log(f"{chapter}: grading {len(todo)} submissions on {where} "
         f"({len(students) - len(todo)} unchanged or refused)")
@@ -276,7 +272,7 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
     source = (course_dir / "source" / chapter / f"{chapter}.ipynb").read_text()
     tasks = [dict(chapter=chapter, student=s, source=source, digest=checked[s][0], notes=checked[s][1],
                   notebook=(course_dir / "submitted" / s / chapter / f"{chapter}.ipynb").read_text(),
-                  cell_timeout=cell_timeout) for s in todo]
+                  cell_timeout=cell_timeout, trusted_server=server) for s in todo]
     bar = _progress_bar(len(todo), chapter, progress)
     for result in _results(tasks, workers, scheduler):
         record = Record(**result["record"])

@@ -41,14 +41,17 @@ def _scratch_course(chapter: str, source: str) -> Path:
 
 def grade_remote(task: dict) -> dict:
     """On a worker: grade one submission in its sandbox in a scratch course; its record and graded notebook."""
-    # task: chapter, student, source (the teacher's notebook), notebook (the submission), digest, notes, cell_timeout
+    # task: chapter, student, source (the teacher's notebook), notebook (the submission), digest, notes, cell_timeout,
+    # trusted_server (the coordinator's warm server: shared by the workers on its machine)
     chapter, student = task["chapter"], task["student"]
     course = _scratch_course(chapter, task["source"])
     submitted = course / "submitted" / student / chapter
     submitted.mkdir(parents=True, exist_ok=True)
     (submitted / f"{chapter}.ipynb").write_text(task["notebook"])
     try:
-        server = warm.server_for(task["source"])  # this worker's, warm after its first task
+        server = task.get("trusted_server", "")
+        if not warm.listening(server):  # a worker on another machine: its own, warm after its first task
+            server = warm.server_for(task["source"])
         record = classgrade.grade_student(course, chapter, student, task["digest"], task["notes"],
                                           task["cell_timeout"], server)
         graded = course / "autograded" / student / chapter / f"{chapter}.ipynb"

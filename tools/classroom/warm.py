@@ -1,9 +1,10 @@
-"""A warm trusted server per grading worker: the course's setup run once in its sandbox, then forked per submission.
+"""A warm trusted server per machine: the course's setup run once in its sandbox, then forked per submission.
 
 The server is `python -m tools.classroom.trusted --server SOCKET` in a bwrap sandbox of its own, started by the
-process that schedules the submissions (a Dask worker, or the coordinator). It never runs student code: each fork
-serves one submission's test cells, with the student's values as plain data, exactly as a fresh trusted process would
-after running the setup, and is killed after it. What a fork saves: importing torch, transformers and the helpers,
+coordinator for its preflight and shared by the Dask workers on its machine (a worker on another machine starts its
+own), or by plain `nbgrader autograde`. It never runs student code: each fork serves one submission's test cells,
+with the student's values as plain data, exactly as a fresh trusted process would after running the setup, and is
+killed after it. What a fork saves: importing torch, transformers and the helpers,
 and loading the checkpoint, once per submission.
 """
 
@@ -61,6 +62,18 @@ class TrustedServer:
             pipe.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
         sandbox.release(self.scratch)
+
+
+def listening(path: str) -> bool:
+    """Whether a server listens at `path` on this machine (a worker elsewhere, or after it ended, finds none)."""
+    if not path:
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def _remove_stale() -> None:
