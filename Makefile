@@ -96,9 +96,9 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory pdf
 	pytest tests/book tests/unit $(MOVED) -n 1
 
-# The grading tests (bubblewrap sandboxes, two graders at a time) are the longer lane: the unit tests, the answer
-# checks (which grade nothing) and the Dask cluster's class run after the book's tests instead, so both lanes end
-# together (about 6.5 minutes each on 2 cores, warm).
+# The grading tests (bubblewrap sandboxes, two graders at a time) would be the longer lane: the unit tests, the answer
+# checks (which grade nothing) and the Dask cluster's class run after the book's tests instead, so that the two lanes
+# end within about half a minute of each other (warm, on 2 cores).
 MOVED := tests/classroom/test_answers.py tests/classroom/test_cluster.py
 test-code: $(DEV_STAMP)
 	pytest tests/classroom $(MOVED:%=--ignore=%) -n 1

@@ -4,8 +4,8 @@ The server is `python -m tools.classroom.trusted --server SOCKET` in a bwrap san
 coordinator for its preflight and shared by the Dask workers on its machine (a worker on another machine starts its
 own), or by plain `nbgrader autograde`. It never runs student code: each fork serves one submission's test cells,
 with the student's values as plain data, exactly as a fresh trusted process would after running the setup, and is
-killed after it. What a fork saves: importing torch, transformers and the helpers,
-and loading the checkpoint, once per submission.
+killed after it. What a fork saves: importing torch, transformers and the helpers, and loading the checkpoint, once
+per submission.
 """
 
 from __future__ import annotations
