@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, wherever it lives
@@ -21,6 +22,13 @@ def offline_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     for key, value in OFFLINE.items():
         env.setdefault(key, value)
+    return env
+
+
+def venv_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The offline environment with this interpreter's folder first on PATH: a kernel's `python` is this venv's."""
+    env = offline_environment(base)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 
 

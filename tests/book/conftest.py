@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from tools.book.pdf import CHROMIUM, CHROMIUM_ARGS  # the browser that prints the PDF runs the tests
 from tools.book.toc import ROOT, toc_pages
+from tools.environment import venv_environment
 
 HTML = ROOT / "_build" / "html"
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -74,7 +74,7 @@ def require_built_book(folder: Path = HTML, target: str = "book") -> Path:
 @pytest.fixture
 def venv_first(monkeypatch):
     """The book's python3 kernel runs the first `python` on PATH: put this venv's first, as make does."""
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", venv_environment()["PATH"])
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -4,11 +4,9 @@ and environment is judged from that run, with the verdict nbval gives when it ru
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -16,7 +14,7 @@ from jupyter_cache import get_cache
 
 from tests.book.test_book_cache import CELLS, notebook
 from tools.book import fingerprint
-from tools.environment import ROOT, offline_environment
+from tools.environment import ROOT, venv_environment
 
 PLUGINS = [option for plugin in ("gpu", "nbval", "nbval_replay", "book_cache") for option in
            ("-p", f"tools.testing.pytest_{plugin}")]  # the root conftest.py's: a notebook under /tmp is outside it
@@ -26,9 +24,7 @@ def nbval(path, cache, *options):
     """pytest --nbval on one notebook, storing into `cache`, with the project's plugins and settings."""
     command = [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), "-n", "0",
                *PLUGINS, "--nbval-book-cache", str(cache), *options, str(path)]
-    env = offline_environment()
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # the kernel runs this venv's python
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=venv_environment(), timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,9 @@ import pytest
 from tests.classroom.conftest import MAIN
 from tests.classroom.simulated import kinds, submit_class
 from tools.classroom.classgrade import grade_class, read_records
-from tools.classroom.course import _environment
 from tools.classroom.export import gradebook_rows
 from tools.classroom.grading import read_scores
-from tools.environment import ROOT
+from tools.environment import ROOT, venv_environment
 
 CLASS = ("correct", "blank", "partial")  # the kinds graded here; tests/classroom/simulated.py says what each deserves
 DASK = str(Path(sys.executable).parent / "dask")
@@ -38,7 +37,7 @@ def _wait_for(path: Path, process: subprocess.Popen, seconds: int = 120) -> None
 def dask_cluster(folder: Path):
     """`dask scheduler` and two `dask worker` processes, as on a cluster (one of them daemonic, Dask's default)."""
     scheduler_file = folder / "scheduler.json"
-    env = dict(_environment(), PYTHONPATH=str(ROOT))
+    env = dict(venv_environment(), PYTHONPATH=str(ROOT))
     started = [subprocess.Popen([DASK, "scheduler", "--scheduler-file", str(scheduler_file), "--port", "0",
                                  "--no-dashboard"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)]

@@ -33,7 +33,7 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course
             raise KeyboardInterrupt  # Ctrl-C while the fourth submission is graded
         return Record(student, "graded", digest=digest)
 
-    monkeypatch.setattr(classgrade, "preflight", lambda course_dir, chapter: None)
+    monkeypatch.setattr(classgrade, "preflight", lambda course_dir, chapter: "")
     monkeypatch.setattr(classgrade, "grade_student", grade_student)
     monkeypatch.setattr(warm, "server_for", lambda notebook: "")  # no trusted server for grades made up here
     with pytest.raises(KeyboardInterrupt):

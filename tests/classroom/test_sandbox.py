@@ -18,11 +18,10 @@ from tests.classroom.simulated import CHAPTER, kinds, solutions
 from tools.classroom import sandbox
 from tools.classroom.__main__ import main
 from tools.classroom.classgrade import grade_class, read_records
-from tools.classroom.course import _environment
 from tools.classroom.export import gradebook_rows, write_gradebook
 from tools.classroom.grading import fill_answers, read_scores
 from tools.classroom.schema import ExerciseError
-from tools.environment import ROOT
+from tools.environment import ROOT, venv_environment
 from tools.testing.checkout import copy_checkout
 
 
@@ -135,7 +134,7 @@ def test_a_checkout_under_tmp_with_a_space_and_the_venv_elsewhere_grades_a_submi
         output = checkout / "results.json"
         result = subprocess.run([sys.executable, "-m", "tools.classroom", "grade-one", MAIN, str(handed_in),
                                  "--output", str(output), "--course-dir", str(root)],
-                                cwd=checkout, env=_environment(), capture_output=True, text=True, timeout=1800)
+                                cwd=checkout, env=venv_environment(), capture_output=True, text=True, timeout=1800)
         assert result.returncode == 0, result.stdout + result.stderr
         results = json.loads(output.read_text())
         assert (results["student"], results["status"], results["reason"]) == ("someone", "graded", "")

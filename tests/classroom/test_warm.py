@@ -130,11 +130,6 @@ def test_no_server_for_a_setup_that_fails():
     warm.stop_all()
 
 
-def teardown_module():
-    for folder in Path(tempfile.gettempdir()).glob("grading-test-*"):
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.mark.parametrize("shared", [True, False], ids=["coordinators-server-listening", "none-listening"])
 def test_a_worker_uses_the_coordinators_server_where_it_listens_else_its_own(server, shared, tmp_path, monkeypatch):
     from tools.classroom import classgrade, cluster
@@ -150,3 +145,9 @@ def test_a_worker_uses_the_coordinators_server_where_it_listens_else_its_own(ser
                               cell_timeout=10, trusted_server=coordinators))
     assert given == [coordinators if shared else "/its/own.sock"]
     assert started == ([] if shared else ["the source"])
+
+
+def teardown_module():
+    for folder in Path(tempfile.gettempdir()).glob("grading-test-*"):
+        shutil.rmtree(folder, ignore_errors=True)
+

@@ -96,17 +96,21 @@ def changed_keys(old: dict, new: dict) -> list[str]:
     return sorted(key for key in new.keys() | old.keys() if old.get(key) != new.get(key))
 
 
+def recorded(build: Path) -> dict | None:
+    """The fingerprint recorded in build/.fingerprint by the last build, or None."""
+    try:
+        return json.loads((build / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def record_fingerprint(build: Path, current: dict) -> list[str]:
     """Record current in build/.fingerprint; when it differs from the last build's, empty the build first.
 
     Returns what changed (empty when nothing did). The file's time is left alone when nothing changed:
     make compares it with the built book's.
     """
-    record = build / RECORD
-    try:
-        previous = json.loads(record.read_text())
-    except (OSError, ValueError):
-        previous = None
+    previous = recorded(build)
     if previous == current:
         return []
     changed = changed_keys(previous or {}, current) if previous is not None else ["no record"]
@@ -114,7 +118,7 @@ def record_fingerprint(build: Path, current: dict) -> list[str]:
         print(f"fingerprint: {', '.join(changed)} changed since the last build: emptying the cache and the build")
         empty_build(build)
     build.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
+    (build / RECORD).write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
     return changed
 
 

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, _environment, alembic_head, gradebook_url
+from tools.classroom.course import COURSE_ID, alembic_head, gradebook_url
 from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
 from tools.classroom.grading import check_submission
 from tools.classroom.sandbox import bwrap_problem
 from tools.classroom.schema import ExerciseError
+from tools.environment import venv_environment
 
 NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook: its start, the gradebook, writing
 # The outer limit of one submission exceeds everything inside it: the kernel's start, the notebook's own limit (every
@@ -189,7 +190,7 @@ def grade_student(course_dir: Path, chapter: str, student: str, digest: str, not
         report_path, log_path = Path(folder) / "report.json", Path(folder) / "log.txt"
         started = time.monotonic()
         child = children.start([str(course_dir), chapter, student, str(report_path), str(cell_timeout),
-                                trusted_server], _environment(), log_path)
+                                trusted_server], venv_environment(), log_path)
         RUNNING.add(child)
         try:
             code = child.wait(timeout=SUBMISSION_LIMIT)
@@ -260,7 +261,7 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
             continue
         todo.append(student)
         checked[student] = (digest, notes)
-    server = (preflight(course_dir, chapter) or "") if todo else ""  # one warm trusted server for this machine
+    server = preflight(course_dir, chapter) if todo else ""  # one warm trusted server for this machine
     where = f"the Dask scheduler at {scheduler}" if scheduler else f"{workers} workers"
     log(f"{chapter}: grading {len(todo)} submissions on {where} "
         f"({len(students) - len(todo)} unchanged or refused)")

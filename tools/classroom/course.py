@@ -13,7 +13,7 @@ import nbformat
 
 from tools.classroom.book_sync import BOOK_DIR
 from tools.classroom.schema import EXERCISES_DIR, Chapter, Exercise, ExerciseError, Test, byline, load_chapters
-from tools.environment import ROOT, offline_environment
+from tools.environment import ROOT, venv_environment
 
 COURSE_DIR = ROOT / "_build" / "assignments"
 COURSE_ID = "bert-first-vectors"
@@ -158,12 +158,6 @@ def alembic_head() -> str:
     return ScriptDirectory.from_config(config).get_current_head()
 
 
-def _environment() -> dict[str, str]:
-    env = offline_environment()
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # kernels run `python`
-    return env
-
-
 def nbgrader_main(course_dir: Path | str, args: list[str]) -> int:
     """nbgrader's command line in the course directory (its nbgrader_config.py applies), the grader importable."""
     from nbgrader.apps.nbgraderapp import NbGraderApp
@@ -180,7 +174,7 @@ def run_nbgrader(course_dir: Path | str, *args: str, check: bool = True) -> subp
     """Run one nbgrader command in the course directory (its nbgrader_config.py applies); return the process."""
     command = [sys.executable, "-m", "tools.classroom", "nbgrader", "--course-dir", str(Path(course_dir).resolve()),
                *args]
-    result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True)
+    result = subprocess.run(command, cwd=ROOT, env=venv_environment(), capture_output=True, text=True)
     if check and result.returncode != 0:
         raise ExerciseError(f"`nbgrader {' '.join(args)}` failed (exit {result.returncode}) in {course_dir}:\n"
                             f"{result.stdout}{result.stderr}")

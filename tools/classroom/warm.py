@@ -64,29 +64,26 @@ class TrustedServer:
         sandbox.release(self.scratch)
 
 
-def listening(path: str) -> bool:
-    """Whether a server listens at `path` on this machine (a worker elsewhere, or after it ended, finds none)."""
-    if not path:
-        return False
+def _knock(path: str) -> OSError | None:
+    """Connect to the socket at `path` and hang up (a server takes it as a caller that left); the error, or None."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
             probe.connect(path)
-        except OSError:
-            return False
-    return True
+        except OSError as error:
+            return error
+    return None
+
+
+def listening(path: str) -> bool:
+    """Whether a server listens at `path` on this machine (a worker elsewhere, or after it ended, finds none)."""
+    return bool(path) and _knock(path) is None
 
 
 def _remove_stale() -> None:
     """Remove the folders of servers that are gone (a stopped Dask worker runs no exit handler): nothing listens."""
     for path in Path(tempfile.gettempdir()).glob("grading-trusted-*/trusted.sock"):
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            try:
-                probe.connect(str(path))
-                frames.send(probe.fileno(), {"op": "ping"})  # a live server answers "refused" at once
-            except ConnectionRefusedError:
-                shutil.rmtree(path.parent, ignore_errors=True)
-            except OSError:
-                continue
+        if isinstance(_knock(str(path)), ConnectionRefusedError):
+            shutil.rmtree(path.parent, ignore_errors=True)
 
 
 @functools.lru_cache(maxsize=16)

@@ -12,7 +12,6 @@ A fresh clone (CI) has no cache, so it runs everything; so does `make test NBVAL
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from collections import deque
 from pathlib import Path
@@ -34,11 +33,7 @@ def pytest_addoption(parser):
 
 def environment_unchanged(cache: Path) -> bool:
     """True when the fingerprint recorded beside the cache is the one computed now."""
-    try:
-        recorded = json.loads((cache.parent / fingerprint.RECORD).read_text())
-    except (OSError, ValueError):
-        return False
-    return recorded == current_fingerprint()
+    return fingerprint.recorded(cache.parent) == current_fingerprint()
 
 
 @functools.cache
