@@ -94,14 +94,12 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	pytest tests/book tests/unit $(MOVED) -n 1
+	pytest tests/book tests/unit -n 1
 
-# The grading tests (bubblewrap sandboxes, two graders at a time) would be the longer lane: the unit tests, the answer
-# checks (which grade nothing) and the Dask cluster's class run after the book's tests instead, so that the two lanes
-# end within about half a minute of each other (warm, on 2 cores).
-MOVED := tests/classroom/test_answers.py tests/classroom/test_cluster.py
+# The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root) and the book's
+# build and tests end within about half a minute of each other (warm, on 2 cores).
 test-code: $(DEV_STAMP)
-	pytest tests/classroom $(MOVED:%=--ignore=%) -n 1
+	pytest tests/classroom -n 1
 
 lint: $(DEV_STAMP)
 	ruff check .

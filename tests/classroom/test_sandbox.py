@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from tests.classroom.attacks import ATTACKS, BASELINE, SAME_AS_KIND
 from tests.classroom.conftest import ATTACK, CELL_TIMEOUT, MAIN, sha
 from tests.classroom.simulated import CHAPTER, kinds, solutions
-from tools.classroom import sandbox
+from tools.classroom import sandbox, warm
 from tools.classroom.__main__ import main
 from tools.classroom.classgrade import grade_class, read_records
 from tools.classroom.export import gradebook_rows, write_gradebook
@@ -103,15 +104,14 @@ def test_a_broken_grading_environment_fails_before_grading_anyone(bwrap, course,
     folder.mkdir(parents=True)
     nbformat.write(fill_answers(nbformat.read(root / "release" / MAIN / f"{MAIN}.ipynb", as_version=4), CHAPTER,
                                 solutions()), folder / f"{MAIN}.ipynb")
-    original = sandbox.bwrap_command
+    original = sandbox._mounts  # every sandbox's: the kernel's, the kernel zygote's, the trusted process's
     torch_dir = Path(__import__("torch").__file__).parent
 
-    def without_torch(scratch, memory_mb=sandbox.MEMORY_LIMIT_MB, read_only=()):
-        command = original(scratch, memory_mb, read_only)
-        at = command.index("--")
-        return command[:at] + ["--tmpfs", str(torch_dir)] + command[at:]  # torch's folder is empty in there
+    def without_torch(scratch, read_only):
+        return original(scratch, read_only) + ["--tmpfs", str(torch_dir)]  # torch's folder is empty in there
 
-    monkeypatch.setattr(sandbox, "bwrap_command", without_torch)
+    monkeypatch.setattr(sandbox, "_mounts", without_torch)
+    warm.stop_all()  # a warm server (and its kernel zygote) started before the break would not see it
     with pytest.raises(ExerciseError, match="grading environment is broken"):
         grade_class(root, MAIN, log=lambda line: None)
     assert read_records(root, MAIN) == {}
@@ -187,7 +187,8 @@ def json_escaped(line: str) -> str:
 
 def test_feedback_says_not_graded_where_nothing_was_earned_and_names_the_cap(graded_class):
     """The real run: the crasher's cells after its crash say "not graded", the renamed notebook's page its reason;
-    every record names the process cap that bound its sandbox (as root: the sandbox's own uid)."""
+    every record names the process cap that bound its sandbox (as root: the sandbox's own uid) and its kernel's
+    kind (as root: forked by the kernel zygote)."""
     from tools.classroom.feedback import write_feedback
 
     rows = {row["student"]: row for row in write_feedback(graded_class.root, MAIN, ["crasher", "renamed"])}
@@ -198,6 +199,8 @@ def test_feedback_says_not_graded_where_nothing_was_earned_and_names_the_cap(gra
     assert "Not graded (refused): " in renamed and "Score" not in renamed
     caps = {record.process_cap for record in graded_class.records.values() if record.status != "refused"}
     assert caps and not any(cap.startswith("none") or not cap for cap in caps), caps
+    kernels = {record.kernel for record in graded_class.records.values() if record.status != "refused"}
+    assert kernels == {"forked" if os.geteuid() == 0 else "fresh"}, kernels  # a root grader forks every kernel
 
 
 def test_output_is_capped_before_it_is_written(graded_class):

@@ -44,6 +44,7 @@ class Record:
     seconds: float = 0.0
     not_graded_cells: list[str] = field(default_factory=list)
     process_cap: str = ""  # which cap bound the sandbox's processes (sandbox.process_cap)
+    kernel: str = ""  # "forked" by the kernel zygote (warm.py), or "fresh": a new sandboxed process
 
 
 def records_dir(course_dir: Path, chapter: str) -> Path:
@@ -138,12 +139,13 @@ def _record(student: str, digest: str, seconds: float, report: dict | None, fail
                       seconds)
     flags = notes + [f"{cell} ran past its time limit" for cell in report["timeouts"]]
     flags += [f"output of {where} cut at the grader's cap" for where in report.get("truncated", [])]
-    cap = report.get("process_cap", "")
+    sandboxed = {"process_cap": report.get("process_cap", ""), "kernel": report.get("kernel", "")}
     if failure:
-        return Record(student, "not graded", failure, flags, digest, seconds, process_cap=cap)
+        return Record(student, "not graded", failure, flags, digest, seconds, **sandboxed)
     if report["stopped"]:
-        return Record(student, "partly graded", report["stopped"], flags, digest, seconds, report["not_graded"], cap)
-    return Record(student, "graded", "", flags, digest, seconds, process_cap=cap)
+        return Record(student, "partly graded", report["stopped"], flags, digest, seconds, report["not_graded"],
+                      **sandboxed)
+    return Record(student, "graded", "", flags, digest, seconds, **sandboxed)
 
 
 ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt|Timeout)\w*)(?::\s*(.*))?$")

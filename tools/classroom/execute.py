@@ -17,6 +17,7 @@ from traitlets import Integer, Unicode
 
 from tools.classroom.relay import TrustedTests
 from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, process_cap, release
+from tools.classroom.warm import zygote_socket
 
 SLOW_CELLS = ("install", "setup")  # loading torch, transformers and the checkpoint
 NOTEBOOK_LIMIT = 900  # seconds for the whole notebook, its test cells included
@@ -66,15 +67,17 @@ class SandboxedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         # The submission contributes its notebook only: a torch.py or an ipykernel_launcher.py handed in beside it
         # would be first on the kernel's sys.path, and stay in the submission folder.
-        scratch = Path(tempfile.mkdtemp(prefix="grading-"))
+        # The kernel is forked by the zygote beside the warm trusted server where one listens, in its folder.
+        server = self.trusted_server or self._warm_server(resources)
+        zygote = zygote_socket(server)
+        scratch = Path(tempfile.mkdtemp(prefix="grading-", dir=Path(zygote).parent / "kernels" if zygote else None))
         scratch.chmod(0o755)
-        self.kernel_manager_class = kernel_manager_class(scratch, self.memory_mb)
+        self.kernel_manager_class = kernel_manager_class(scratch, self.memory_mb, zygote)
         report = {"stopped": None, "timeouts": [], "not_graded": [], "seconds": {}, "truncated": [],
-                  "process_cap": process_cap(scratch)[1]}
+                  "process_cap": process_cap(scratch)[1], "kernel": "forked" if zygote else "fresh"}
         started = self._started = time.monotonic()
         self._kept, self._grader_cell, self._report = {}, False, report
-        self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb,
-                                   self.trusted_server or self._warm_server(resources))
+        self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb, server)
         try:
             self._run(nb, resources, km, report, started)
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -34,12 +35,22 @@ PROCESS_LIMIT = 64  # processes and threads in one sandbox: torch's thread pool 
 CGROUP_PIDS = Path("/sys/fs/cgroup/pids")  # cgroup v1 (v2: /sys/fs/cgroup/<group>/pids.max, same files)
 
 
+def cgroup_parent() -> Path:
+    """Where the sandboxes' pids cgroups are made (cgroup v1's pids hierarchy, or v2's root)."""
+    return CGROUP_PIDS if (CGROUP_PIDS / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
+
+
 def _pids_cgroup(scratch: Path) -> Path | None:
     """A pids cgroup capped at PROCESS_LIMIT for one sandbox, where this process may make one; else None."""
-    parent = CGROUP_PIDS if (CGROUP_PIDS / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
+    parent = cgroup_parent()
     group = parent / f"bert-book-{scratch.name}"
+    temporary = Path(tempfile.gettempdir())  # where scratch folders are: there, and in each kernel zygote's folder
+    live = set()
+    for folder in (scratch.parent, temporary, *temporary.glob("grading-zygote-*/kernels")):
+        with contextlib.suppress(OSError):  # a folder removed meanwhile
+            live.update(path.name for path in folder.iterdir())
     for stale in parent.glob("bert-book-*"):  # groups whose sandbox is gone (its scratch folder deleted), emptied
-        if not (scratch.parent / stale.name.removeprefix("bert-book-")).exists():
+        if stale.name.removeprefix("bert-book-") not in live:
             with contextlib.suppress(OSError):
                 stale.rmdir()
     try:
@@ -132,8 +143,8 @@ def _open_parents(command: list[str]) -> list[str]:
     return [word for parent in sorted(made) for word in ("--chmod", "0755", str(parent))]
 
 
-def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: list[Path] = ()) -> list[str]:
-    """The cap, bwrap and prlimit prefix of a command run with `scratch` as its only writable directory."""
+def _mounts(scratch: Path, read_only: list[Path]) -> list[str]:
+    """bwrap and its mounts: the system and the Python read-only, the helpers and `read_only` too, `scratch` not."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise FileNotFoundError(f"bwrap not found: {INSTALL_HINT}")
@@ -154,19 +165,31 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     # The book's helpers only: the rest of the repository (exercises/, with solutions and hidden tests) stays out.
     for path in [ROOT / "helpers", *read_only]:  # the grader's trusted process also gets tools/
         command += ["--ro-bind", str(path), str(path)]
-    command += ["--bind", str(scratch), str(scratch)]
-    uid = sandbox_uid(scratch)
-    if uid is not None:
-        command += _open_parents(command)
-    command += ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc",
-                *(["--unshare-all"] if uid is None else AS_ROOT), "--die-with-parent", "--new-session",
-                "--remount-ro", "/", "--chdir", str(scratch), "--clearenv"]
+    return command + ["--bind", str(scratch), str(scratch)]
+
+
+def kernel_environment(scratch: Path) -> dict[str, str]:
+    """The whole environment of a sandboxed process whose home is `scratch`."""
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(scratch), "PYTHONPATH": str(ROOT),
            "MPLCONFIGDIR": str(scratch / ".matplotlib"), **OFFLINE, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get("BERT_BOOK_CHECKPOINT", "")}
-    for name, value in env.items():
-        if value:
-            command += ["--setenv", name, value]
+    return {name: value for name, value in env.items() if value}
+
+
+def _closing(scratch: Path, namespaces: list[str], env: dict[str, str]) -> list[str]:
+    """bwrap's last options: /dev, /proc, the namespaces, the read-only root, `scratch` as home, only `env`."""
+    command = ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc", *namespaces,
+               "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", str(scratch), "--clearenv"]
+    return command + [word for name, value in env.items() for word in ("--setenv", name, value)]
+
+
+def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: list[Path] = ()) -> list[str]:
+    """The cap, bwrap and prlimit prefix of a command run with `scratch` as its only writable directory."""
+    command = _mounts(scratch, read_only)
+    uid = sandbox_uid(scratch)
+    if uid is not None:
+        command += _open_parents(command)
+    command += _closing(scratch, ["--unshare-all"] if uid is None else AS_ROOT, kernel_environment(scratch))
     # RLIMIT_DATA caps heap and anonymous memory (what a tensor or a list takes), not the shared libraries mapped
     # from disk: torch keeps working, and an allocation past the cap raises MemoryError in the student's cell.
     limit = memory_mb * 1024 * 1024
@@ -175,6 +198,25 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
         os.chown(scratch, uid, uid)
         inside = [*_setpriv(uid), *inside, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}"]
     return process_cap(scratch)[0] + command + ["--", *inside]
+
+
+# The kernel zygote (zygote.py) makes each kernel's sandbox itself, from inside its own: it stays root, with
+# CAP_SYS_ADMIN to mount, and keeps its code and the pids cgroups in reach; each kernel loses all three before it runs
+# a cell. No student code ever runs in the zygote.
+def zygote_command(folder: Path, modules: list[str]) -> list[str]:
+    """The kernel zygote importing `modules`, in bwrap: its socket and its kernels' folders in `folder`."""
+    command = _mounts(folder, [ROOT / "tools"])
+    if sandbox_uid(folder) is None:
+        raise OSError(f"a kernel zygote needs a root grader that can switch uids ({_drop_problem()})")
+    cgroups = cgroup_parent()
+    bound = os.access(cgroups / "cgroup.procs", os.W_OK)
+    if bound:
+        command += ["--bind", str(cgroups), str(cgroups)]
+    command += _open_parents(command)  # for the kernels' uids
+    env = {**kernel_environment(folder), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}  # as ipykernel
+    command += _closing(folder, [*AS_ROOT, "--cap-add", "CAP_SYS_ADMIN"], env)
+    return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.zygote", "serve",
+                      str(folder / "zygote.sock"), str(folder / "kernels"), str(cgroups) if bound else "", *modules]
 
 
 # What the grading kernel imports before any cell runs: ipykernel, and the book's helpers (torch with them).
@@ -203,9 +245,18 @@ def bwrap_problem() -> str | None:
     return None
 
 
-def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> type[AsyncKernelManager]:
-    """A kernel manager whose kernel runs in a sandbox around `scratch`, reached over Unix sockets there."""
-    prefix = bwrap_command(scratch, memory_mb)
+def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote: str = "") -> type[AsyncKernelManager]:
+    """A kernel manager whose kernel runs in a sandbox around `scratch`, reached over Unix sockets there: a fresh
+    one, or one forked by the kernel zygote listening at `zygote` (scratch then lies in the zygote's folder)."""
+    if zygote:
+        uid, group = sandbox_uid(scratch), _pids_cgroup(scratch)
+        os.chown(scratch, uid, uid)
+        request = {"scratch": str(scratch), "connection_file": str(scratch / "kernel.json"), "uid": uid,
+                   "memory_mb": memory_mb, "processes": PROCESS_LIMIT, "env": kernel_environment(scratch),
+                   "cgroup": str(group / "cgroup.procs") if group else ""}
+        command = [sys.executable, "-m", "tools.classroom.zygote", "connect", zygote, json.dumps(request)]
+    else:
+        prefix = bwrap_command(scratch, memory_mb)
 
     class SandboxedKernelManager(AsyncKernelManager):
         """ipykernel inside bwrap; interrupts go as messages (a signal would reach bwrap, not the kernel)."""
@@ -228,9 +279,11 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB) -> typ
         async def start_kernel(self, **kwargs):
             kwargs.setdefault("stdout", subprocess.DEVNULL)  # ipykernel's banner; the notebook gets the output
             kwargs.setdefault("stderr", subprocess.DEVNULL)
+            if zygote:  # the caller runs here, outside any sandbox: it needs the tools package, not the notebook
+                kwargs["cwd"] = str(ROOT)
             return await super()._async_start_kernel(**kwargs)
 
         def format_kernel_cmd(self, extra_arguments=None):
-            return prefix + super().format_kernel_cmd(extra_arguments)
+            return command if zygote else prefix + super().format_kernel_cmd(extra_arguments)
 
     return SandboxedKernelManager

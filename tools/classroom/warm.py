@@ -38,6 +38,7 @@ class TrustedServer:
         _remove_stale()
         self.scratch = Path(tempfile.mkdtemp(prefix="grading-trusted-"))
         self.socket = self.scratch / "trusted.sock"
+        self.zygote = KernelZygote(self.scratch, setup)  # it imports while the setup runs here
         command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"])
         self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted", "--server",
                                          str(self.socket)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -50,6 +51,8 @@ class TrustedServer:
         self.ready = ready.get("op") == "ready" and ready.get("status") == "passed"
         if not self.ready:  # a fresh process per submission will report why
             self.close()
+        elif not self.zygote.wait():  # a fresh sandbox per kernel
+            self.zygote.close()
 
     def alive(self) -> bool:
         return self.ready and self.process.poll() is None
@@ -60,8 +63,61 @@ class TrustedServer:
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             pipe.close()
+        self.zygote.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
         sandbox.release(self.scratch)
+
+
+class KernelZygote:
+    """The student kernels' zygote (zygote.py) beside a trusted server, where the grader is root; else none."""
+
+    def __init__(self, trusted: Path, setup: str):
+        self.folder = trusted.with_name(trusted.name.replace("grading-trusted-", "grading-zygote-"))
+        self.folder.mkdir(mode=0o700)
+        (self.folder / "kernels").mkdir()
+        try:
+            command = sandbox.zygote_command(self.folder, _imported(setup))
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL)
+        except OSError:
+            self.process = None
+
+    def wait(self) -> bool:
+        """Whether it imported everything and listens, from one thread (a fork from more could deadlock)."""
+        try:
+            ready = frames.receive(self.process.stdout.fileno(), time.monotonic() + SETUP_LIMIT)
+        except (frames.FrameError, OSError, AttributeError):
+            return False
+        return ready.get("op") == "ready" and ready.get("threads") == 1
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process.stdout.close()
+            self.process = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def zygote_socket(trusted_socket: str) -> str:
+    """The socket of the kernel zygote beside the trusted server at `trusted_socket`, if one listens; else ''."""
+    if not trusted_socket:
+        return ""
+    folder = Path(trusted_socket).parent
+    path = folder.with_name(folder.name.replace("grading-trusted-", "grading-zygote-")) / "zygote.sock"
+    return str(path) if listening(str(path)) else ""
+
+
+def _imported(source: str) -> list[str]:
+    """The modules a cell's source imports (absolute imports only)."""
+    modules = []
+    with contextlib.suppress(SyntaxError):
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                modules += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                modules.append(node.module)
+    return sorted(set(modules))
 
 
 def _knock(path: str) -> OSError | None:
@@ -84,6 +140,8 @@ def _remove_stale() -> None:
     for path in Path(tempfile.gettempdir()).glob("grading-trusted-*/trusted.sock"):
         if isinstance(_knock(str(path)), ConnectionRefusedError):
             shutil.rmtree(path.parent, ignore_errors=True)
+            zygote = path.parent.with_name(path.parent.name.replace("grading-trusted-", "grading-zygote-"))
+            shutil.rmtree(zygote, ignore_errors=True)
 
 
 @functools.lru_cache(maxsize=16)
@@ -93,15 +151,7 @@ def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
 
     cells = nbformat.reads(notebook, as_version=4).cells
     setup = next((cell.source for cell in cells if cell.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
-    modules = set()
-    for cell in cells:
-        with contextlib.suppress(SyntaxError):
-            for node in ast.walk(ast.parse(cell.source)) if is_test(cell) else ():
-                if isinstance(node, ast.Import):
-                    modules.update(alias.name for alias in node.names)
-                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                    modules.add(node.module)
-    return setup, tuple(sorted(modules))
+    return setup, tuple(sorted({module for cell in cells if is_test(cell) for module in _imported(cell.source)}))
 
 
 def server_for(notebook: str, keep: int = 1) -> str:

@@ -1,0 +1,218 @@
+"""The kernel zygote: a course's imports done once, then a student kernel forked per submission, each sandboxed.
+
+`python -m tools.classroom.zygote serve SOCKET KERNELS CGROUPS MODULE...` runs as root in a bwrap sandbox (warm.py
+starts it beside the trusted server, where the grader is root). It imports ipykernel and the modules the setup cell
+imports, and never runs student code. For each request it forks a child that gives itself what bwrap gives a
+fresh kernel: its own mount, pid, network, IPC and UTS namespaces; a fresh /tmp, /dev/shm and /proc; only its own
+scratch folder (under KERNELS) writable; none of the grader's code; its own pids cgroup; the memory, core and process
+limits; a new session; a clean environment; then an unprivileged uid of its own, with no capabilities and no new
+privileges. Only then does it start ipykernel. Its first cell finds torch, transformers and the helpers imported.
+
+`python -m tools.classroom.zygote connect SOCKET REQUEST` is what the kernel manager starts in place of bwrap: it
+asks for a kernel, exits with the kernel's exit status, and the kernel dies when it is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tools.classroom import frames
+from tools.environment import ROOT
+
+NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWPID, NEWNET = 0x20000, 0x2000000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
+MNT_DETACH, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 2, 1, 38
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _call(name: str, *args) -> None:
+    """A libc call that raises OSError, naming itself, when it fails."""
+    if getattr(_libc, name)(*args) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{name}{args}: {os.strerror(error)}")
+
+
+def _mount(source: str | None, target: str, kind: str | None, flags: int, data: str | None = None) -> None:
+    encode = lambda text: None if text is None else text.encode()  # noqa: E731
+    _call("mount", encode(source), encode(target), encode(kind), ctypes.c_ulong(flags), encode(data))
+
+
+def _isolate(scratch: Path, hidden: list[str], covered: list[str]) -> None:
+    """In new namespaces: the `hidden` mounts gone, fresh tmpfs over `covered`, `scratch` bound back at its path."""
+    _call("unshare", NEWNS | NEWPID | NEWNET | NEWIPC | NEWUTS)
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    keep = os.open(scratch, os.O_PATH | os.O_DIRECTORY)
+    for path in hidden:  # the grader's code and the cgroup tree: a failure here is a kernel refused
+        _call("umount2", path.encode(), MNT_DETACH)
+    for path in covered:  # /tmp, /dev/shm, and the zygote's folder (its socket, the other kernels' folders)
+        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    scratch.mkdir(parents=True, mode=0o755)
+    _mount(f"/proc/self/fd/{keep}", str(scratch), None, MS_BIND)
+    os.close(keep)
+
+
+def _drop(uid: int, memory_mb: int, processes: int) -> None:
+    """The limits, a new session, the sandbox's own uid (which clears every capability), no new privileges."""
+    os.setsid()
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    status = Path("/proc/self/status").read_text()
+    if any(line.split()[1].strip("0") for line in status.splitlines() if line.startswith(("CapEff", "CapPrm"))):
+        raise OSError("capabilities left after the switch of uid")
+
+
+def _kernel(request: dict) -> None:
+    """The kernel's own process: dropped to the sandbox's uid, nothing of the zygote's open, then ipykernel."""
+    scratch = request["scratch"]
+    _drop(request["uid"], request["memory_mb"], request["processes"])
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    os.chdir(scratch)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    del sys.path[0]  # the zygote's folder; as in ipykernel_launcher, IPython adds the working folder ('')
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(argv=["-f", request["connection_file"]])
+
+
+def _init(request: dict, go: int) -> None:
+    """PID 1 of the kernel's namespace: its /proc, then the kernel as a child, then reap until the kernel exits."""
+    _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.read(go, 1) != b"1":  # the caller moved it into its pids cgroup, or gave up
+        os._exit(1)
+    _call("unshare", NEWCGROUP)  # its cgroup is its root, as bwrap's --unshare-cgroup gives
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    kernel = os.fork()
+    if kernel == 0:
+        try:
+            _kernel(request)
+        finally:
+            os._exit(1)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    while True:
+        pid, code = os.wait()
+        if pid == kernel:
+            os._exit(os.waitstatus_to_exitcode(code) & 0xFF)
+
+
+def _refused(request: dict, kernels: Path, cgroups: str) -> str:
+    """Why a request is refused ('' if it is not): a folder, uid, limit or cgroup that is not a kernel's."""
+    scratch, cgroup = Path(str(request.get("scratch"))), Path(str(request.get("cgroup")))
+    if scratch.parent != kernels or not scratch.is_dir() or scratch.is_symlink():
+        return f"the folder {request.get('scratch')!r} is not one of the zygote's kernels' folders"
+    if not all(type(request.get(key)) is int and request[key] > 0 for key in ("uid", "memory_mb", "processes")):
+        return "the uid and the limits must be positive integers"
+    if request["uid"] < 1000:
+        return f"uid {request['uid']} is a system user's"
+    if request.get("cgroup") and not (cgroups and cgroup.name == "cgroup.procs"
+                                      and cgroup.parent.parent == Path(cgroups)):
+        return f"{request.get('cgroup')!r} is not a sandbox's pids cgroup"
+    return ""
+
+
+def _serve_one(connection: socket.socket, kernels: Path, cgroups: str, hidden: list[str], covered: list[str]) -> None:
+    """A child of the zygote for one caller: isolate, start the namespace's init, report its exit, kill it if left."""
+    _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    fd = connection.fileno()
+    request = frames.receive(fd, time.monotonic() + 10)
+    problem = _refused(request, kernels, cgroups)
+    if problem:
+        frames.send(fd, {"exit": 1, "error": f"refused: {problem}"})
+        return
+    scratch = Path(request["scratch"])
+    procs = os.open(request["cgroup"], os.O_WRONLY) if request.get("cgroup") else -1
+    _isolate(scratch, hidden, covered)
+    go_read, go_write = os.pipe()
+    init = os.fork()
+    if init == 0:
+        os.close(go_write)
+        connection.detach()
+        _init(request, go_read)
+    os.close(go_read)
+    if procs >= 0:
+        os.write(procs, str(init).encode())  # before it runs anything: every process it starts is counted
+        os.close(procs)
+    os.write(go_write, b"1")
+    while True:
+        ready = select.select([fd], [], [], 0.2)[0]
+        done, code = os.waitpid(init, os.WNOHANG)
+        if done:
+            frames.send(fd, {"exit": os.waitstatus_to_exitcode(code)})
+            return
+        if ready and not connection.recv(1):  # the caller is gone: so is the kernel, and its namespace
+            os.kill(init, signal.SIGKILL)
+            os.waitpid(init, 0)
+            return
+
+
+def serve(path: str, kernels: str, cgroups: str, modules: list[str]) -> None:
+    """Import `modules`, then fork a sandboxed kernel per connection to the socket at `path`."""
+    out = os.dup(1)
+    os.dup2(2, 1)  # what an import prints goes to stderr, not into the frames
+    for module in ["ipykernel.kernelapp", *modules]:
+        with contextlib.suppress(Exception):  # a module the setup fails to import fails there, in the kernel
+            importlib.import_module(module)
+    hidden = [str(ROOT / "tools"), *([cgroups] if cgroups else [])]
+    folder = Path(kernels).parent
+    covered = ["/tmp", "/dev/shm", *([] if Path("/tmp") in folder.parents else [str(folder)])]
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # each caller's child is reaped by the kernel
+    frames.send(out, {"op": "ready", "threads": threading.active_count()})
+    os.close(out)
+    while True:
+        connection, _ = listener.accept()
+        if threading.active_count() == 1 and os.fork() == 0:  # a fork from one thread only: no lock held
+            try:
+                listener.close()
+                _serve_one(connection, Path(kernels), cgroups, hidden, covered)
+            except Exception as error:  # noqa: BLE001 (the caller hears why, and its kernel never started)
+                with contextlib.suppress(OSError):
+                    frames.send(connection.fileno(), {"exit": 1, "error": f"{type(error).__name__}: {error}"})
+            finally:
+                os._exit(1)
+        connection.close()
+
+
+def connect(path: str, request: str) -> int:
+    """Ask the zygote at `path` for a kernel; its exit status (1 if none started), the reason on stderr."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as caller:
+        try:
+            caller.connect(path)
+            frames.send(caller.fileno(), json.loads(request))
+            answer = frames.receive(caller.fileno())
+        except (OSError, frames.FrameError) as error:
+            answer = {"exit": 1, "error": f"the kernel zygote at {path}: {error}"}
+    if answer.get("error"):
+        print(answer["error"], file=sys.stderr)
+    return int(answer.get("exit", 1))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    else:
+        sys.exit(connect(sys.argv[2], sys.argv[3]))
