@@ -72,7 +72,7 @@ class KernelZygote:
     """The student kernels' zygote (zygote.py) beside a trusted server, where the grader is root; else none."""
 
     def __init__(self, trusted: Path, setup: str):
-        self.folder = trusted.with_name(trusted.name.replace("grading-trusted-", "grading-zygote-"))
+        self.folder = _zygote_folder(trusted)
         self.folder.mkdir(mode=0o700)
         (self.folder / "kernels").mkdir()
         try:
@@ -83,7 +83,7 @@ class KernelZygote:
             self.process = None
 
     def wait(self) -> bool:
-        """Whether it imported everything and listens, from one thread (a fork from more could deadlock)."""
+        """Whether it imported everything, listens, and has one thread (a fork beside another could deadlock)."""
         try:
             ready = frames.receive(self.process.stdout.fileno(), time.monotonic() + SETUP_LIMIT)
         except (frames.FrameError, OSError, AttributeError):
@@ -103,9 +103,13 @@ def zygote_socket(trusted_socket: str) -> str:
     """The socket of the kernel zygote beside the trusted server at `trusted_socket`, if one listens; else ''."""
     if not trusted_socket:
         return ""
-    folder = Path(trusted_socket).parent
-    path = folder.with_name(folder.name.replace("grading-trusted-", "grading-zygote-")) / "zygote.sock"
+    path = _zygote_folder(Path(trusted_socket).parent) / "zygote.sock"
     return str(path) if listening(str(path)) else ""
+
+
+def _zygote_folder(trusted: Path) -> Path:
+    """The kernel zygote's folder (its socket, its kernels' folders), named after its trusted server's."""
+    return trusted.with_name(trusted.name.replace("grading-trusted-", "grading-zygote-"))
 
 
 def _imported(source: str) -> list[str]:
@@ -140,8 +144,7 @@ def _remove_stale() -> None:
     for path in Path(tempfile.gettempdir()).glob("grading-trusted-*/trusted.sock"):
         if isinstance(_knock(str(path)), ConnectionRefusedError):
             shutil.rmtree(path.parent, ignore_errors=True)
-            zygote = path.parent.with_name(path.parent.name.replace("grading-trusted-", "grading-zygote-"))
-            shutil.rmtree(zygote, ignore_errors=True)
+            shutil.rmtree(_zygote_folder(path.parent), ignore_errors=True)
 
 
 @functools.lru_cache(maxsize=16)
