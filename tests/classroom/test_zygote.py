@@ -45,8 +45,8 @@ print(json.dumps({
     "own uid": os.getuid() == os.geteuid() == os.getgid() >= 1_900_000_000, "groups": os.getgroups(),
     "capabilities": [status["CapPrm"], status["CapEff"], status["CapAmb"]], "no new privileges": status["NoNewPrivs"],
     "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
-    "/tmp": [os.path.join("/tmp", name) in os.getcwd() for name in os.listdir("/tmp")],
-    "folders beside its own": listing(os.path.dirname(os.getcwd())) == [os.path.basename(os.getcwd())],
+    "/tmp": listing("/tmp"), "home": os.getcwd(), "kept": listing(KEPT), "kept writable": os.access(KEPT, os.W_OK),
+    "beside its own": listing(os.path.dirname(os.getcwd())),
     "tools": listing(TOOLS), "exercises": listing(EXERCISES), "cgroups": listing("/sys/fs/cgroup/pids"),
     "/dev/shm": listing("/dev/shm"), "writable home": os.access(os.getcwd(), os.W_OK),
     "limits": [resource.getrlimit(r) for r in (resource.RLIMIT_DATA, resource.RLIMIT_NPROC, resource.RLIMIT_CORE)],
@@ -57,13 +57,27 @@ SETUP = "import torch\nfrom helpers.checkpoint import load_bert\n"
 
 
 @pytest.fixture(scope="module")
-def server():
+def kept():
+    """A folder under /tmp that every kernel reads, as a venv or a checkout there would be: one file, 777."""
+    folder = Path(tempfile.mkdtemp(prefix="a venv ", dir="/tmp"))
+    (folder / "marker.txt").write_text("read me")
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder)
+
+
+@pytest.fixture(scope="module")
+def server(kept):
     source = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP, metadata={
         "nbgrader": {"grade_id": "setup"}})])
-    socket = warm.server_for(nbformat.writes(source))
-    assert warm.zygote_socket(socket), "no kernel zygote listens beside the warm trusted server"
-    yield socket
-    warm.stop_all()
+    with pytest.MonkeyPatch.context() as patch:
+        reads = sandbox._kernel_reads()
+        patch.setattr(sandbox, "_kernel_reads", lambda: [*reads, kept])
+        warm.stop_all()
+        socket = warm.server_for(nbformat.writes(source))
+        assert warm.zygote_socket(socket), "no kernel zygote listens beside the warm trusted server"
+        yield socket
+        warm.stop_all()
 
 
 def _scratch(zygote: str) -> Path:
@@ -72,8 +86,8 @@ def _scratch(zygote: str) -> Path:
     return folder
 
 
-def _probe(zygote: str) -> dict:
-    paths = f"TOOLS, EXERCISES = {str(ROOT / 'tools')!r}, {str(ROOT / 'exercises')!r}\n"
+def _probe(zygote: str, kept: Path) -> dict:
+    paths = f"TOOLS, EXERCISES, KEPT = {str(ROOT / 'tools')!r}, {str(ROOT / 'exercises')!r}, {str(kept)!r}\n"
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(paths + PROBE)])
     scratch = _scratch(zygote)
     NotebookClient(notebook, kernel_manager_class=sandbox.kernel_manager_class(scratch, zygote=zygote), timeout=60,
@@ -83,14 +97,20 @@ def _probe(zygote: str) -> dict:
 
 
 @root_only
-def test_a_forked_kernel_is_confined_as_a_fresh_bwrap_kernel_is(server):
-    forked, fresh = _probe(warm.zygote_socket(server)), _probe("")
+def test_a_forked_kernel_is_confined_as_a_fresh_bwrap_kernel_is(server, kept):
+    forked, fresh = _probe(warm.zygote_socket(server), kept), _probe("", kept)
+    for seen in (forked, fresh):  # /tmp holds its own folder's top and what it reads, nothing else
+        home = Path(seen.pop("home"))
+        assert seen.pop("/tmp") == sorted({home.relative_to("/tmp").parts[0], kept.name}), seen
+        beside = seen.pop("beside its own")  # no other kernel's folder, no zygote's socket
+        assert beside == sorted({home.name, *([kept.name] if home.parent == Path("/tmp") else [])}), beside
     del forked["cgroups"], fresh["cgroups"]  # the fork sees the empty folder its cgroup tree was bound on, bwrap none
     assert forked["tools"] == [] and fresh["tools"] == "FileNotFoundError"  # the folder its code was bound on
     del forked["tools"], fresh["tools"]
     assert forked == fresh
     assert fresh["own uid"] and fresh["capabilities"] == ["0" * 16] * 3 and fresh["no new privileges"] == "1"
-    assert fresh["processes"] == [1, 2] and fresh["/tmp"] == [True] and fresh["folders beside its own"]
+    assert fresh["processes"] == [1, 2]
+    assert fresh["kept"] == ["marker.txt"] and not fresh["kept writable"]
     assert fresh["exercises"] == "FileNotFoundError" and not fresh["network"] and not fresh["root again"]
 
 

@@ -25,10 +25,13 @@ ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts", "lo
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
 
 
-def _python_roots() -> list[Path]:
-    """The directories the kernel's Python needs: the venv, and the installation it was made from."""
+def _kernel_reads() -> list[Path]:
+    """What a kernel reads besides the system: the venv, the installation it was made from, the book's helpers.
+
+    The book's helpers only: the rest of the repository (exercises/, with solutions and hidden tests) stays out.
+    """
     roots = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent}
-    return sorted(root for root in roots if root.is_dir())
+    return [*sorted(root for root in roots if root.is_dir()), ROOT / "helpers"]
 
 
 PROCESS_LIMIT = 64  # processes and threads in one sandbox: torch's thread pool fits, a fork bomb does not
@@ -160,10 +163,7 @@ def _mounts(scratch: Path, read_only: list[Path]) -> list[str]:
             command += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             command += ["--ro-bind", str(path), str(path)]
-    for root in _python_roots():
-        command += ["--ro-bind", str(root), str(root)]
-    # The book's helpers only: the rest of the repository (exercises/, with solutions and hidden tests) stays out.
-    for path in [ROOT / "helpers", *read_only]:  # the grader's trusted process also gets tools/
+    for path in [*_kernel_reads(), *read_only]:  # the grader's trusted process also gets tools/
         command += ["--ro-bind", str(path), str(path)]
     return command + ["--bind", str(scratch), str(scratch)]
 
@@ -215,8 +215,10 @@ def zygote_command(folder: Path, modules: list[str]) -> list[str]:
     command += _open_parents(command)  # for the kernels' uids
     env = {**kernel_environment(folder), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}  # as ipykernel
     command += _closing(folder, [*AS_ROOT, "--cap-add", "CAP_SYS_ADMIN"], env)
+    config = {"socket": str(folder / "zygote.sock"), "kernels": str(folder / "kernels"),
+              "cgroups": str(cgroups) if bound else "", "kept": [str(path) for path in _kernel_reads()]}
     return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.zygote", "serve",
-                      str(folder / "zygote.sock"), str(folder / "kernels"), str(cgroups) if bound else "", *modules]
+                      json.dumps(config), *modules]
 
 
 # What the grading kernel imports before any cell runs: ipykernel, and the book's helpers (torch with them).

@@ -1,10 +1,10 @@
 """The kernel zygote: a course's imports done once, then a student kernel forked per submission, each sandboxed.
 
-`python -m tools.classroom.zygote serve SOCKET KERNELS CGROUPS MODULE...` runs as root in a bwrap sandbox (warm.py
+`python -m tools.classroom.zygote serve CONFIG MODULE...` runs as root in a bwrap sandbox (warm.py
 starts it beside the trusted server, where the grader is root). It imports ipykernel and the modules the setup cell
 imports, and never runs student code. For each request it forks a child that gives itself what bwrap gives a
 fresh kernel: its own mount, pid, network, IPC and UTS namespaces; a fresh /tmp, /dev/shm and /proc; only its own
-scratch folder (under KERNELS) writable; none of the grader's code; its own pids cgroup; the memory, core and process
+scratch folder writable; none of the grader's code; its own pids cgroup; the memory, core and process
 limits; a new session; a clean environment; then an unprivileged uid of its own, with no capabilities and no new
 privileges. Only then does it start ipykernel. Its first cell finds torch, transformers and the helpers imported.
 
@@ -32,7 +32,8 @@ from tools.classroom import frames
 from tools.environment import ROOT
 
 NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWPID, NEWNET = 0x20000, 0x2000000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MNT_DETACH, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 2, 1, 38
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -49,18 +50,23 @@ def _mount(source: str | None, target: str, kind: str | None, flags: int, data: 
     _call("mount", encode(source), encode(target), encode(kind), ctypes.c_ulong(flags), encode(data))
 
 
-def _isolate(scratch: Path, hidden: list[str], covered: list[str]) -> None:
-    """In new namespaces: the `hidden` mounts gone, fresh tmpfs over `covered`, `scratch` bound back at its path."""
+def _isolate(scratch: Path, hidden: list[str], covered: list[str], kept: list[str]) -> None:
+    """In new namespaces: the `hidden` mounts gone, fresh tmpfs over `covered`, then the read-only mounts `kept`
+    that lay under them bound back (a checkout or a venv under /tmp), and `scratch` bound back writable."""
     _call("unshare", NEWNS | NEWPID | NEWNET | NEWIPC | NEWUTS)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    keep = os.open(scratch, os.O_PATH | os.O_DIRECTORY)
+    under = sorted(path for path in kept if any(Path(folder) in Path(path).parents for folder in covered))
+    opened = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in [*under, str(scratch)]}
     for path in hidden:  # the grader's code and the cgroup tree: a failure here is a kernel refused
         _call("umount2", path.encode(), MNT_DETACH)
     for path in covered:  # /tmp, /dev/shm, and the zygote's folder (its socket, the other kernels' folders)
         _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    scratch.mkdir(parents=True, mode=0o755)
-    _mount(f"/proc/self/fd/{keep}", str(scratch), None, MS_BIND)
-    os.close(keep)
+    for path, fd in opened.items():  # as bwrap binds them over its fresh /tmp
+        Path(path).mkdir(parents=True, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
+        if path != str(scratch):
+            _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
 
 
 def _drop(uid: int, memory_mb: int, processes: int) -> None:
@@ -131,7 +137,7 @@ def _refused(request: dict, kernels: Path, cgroups: str) -> str:
     return ""
 
 
-def _serve_one(connection: socket.socket, kernels: Path, cgroups: str, hidden: list[str], covered: list[str]) -> None:
+def _serve_one(connection: socket.socket, kernels: Path, cgroups: str, mounts: list[list[str]]) -> None:
     """A child of the zygote for one caller: isolate, start the namespace's init, report its exit, kill it if left."""
     _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -143,7 +149,7 @@ def _serve_one(connection: socket.socket, kernels: Path, cgroups: str, hidden: l
         return
     scratch = Path(request["scratch"])
     procs = os.open(request["cgroup"], os.O_WRONLY) if request.get("cgroup") else -1
-    _isolate(scratch, hidden, covered)
+    _isolate(scratch, *mounts)
     go_read, go_write = os.pipe()
     init = os.fork()
     if init == 0:
@@ -167,18 +173,18 @@ def _serve_one(connection: socket.socket, kernels: Path, cgroups: str, hidden: l
             return
 
 
-def serve(path: str, kernels: str, cgroups: str, modules: list[str]) -> None:
-    """Import `modules`, then fork a sandboxed kernel per connection to the socket at `path`."""
+def serve(config: dict, modules: list[str]) -> None:
+    """Import `modules`, then fork a sandboxed kernel per connection to the socket at config["socket"]."""
     out = os.dup(1)
     os.dup2(2, 1)  # what an import prints goes to stderr, not into the frames
     for module in ["ipykernel.kernelapp", *modules]:
         with contextlib.suppress(Exception):  # a module the setup fails to import fails there, in the kernel
             importlib.import_module(module)
+    kernels, cgroups = Path(config["kernels"]), config["cgroups"]
     hidden = [str(ROOT / "tools"), *([cgroups] if cgroups else [])]
-    folder = Path(kernels).parent
-    covered = ["/tmp", "/dev/shm", *([] if Path("/tmp") in folder.parents else [str(folder)])]
+    covered = ["/tmp", "/dev/shm", *([] if Path("/tmp") in kernels.parents else [str(kernels.parent)])]
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind(config["socket"])
     listener.listen(16)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # each caller's child is reaped by the kernel
     frames.send(out, {"op": "ready", "threads": threading.active_count()})
@@ -188,7 +194,7 @@ def serve(path: str, kernels: str, cgroups: str, modules: list[str]) -> None:
         if threading.active_count() == 1 and os.fork() == 0:  # a fork from one thread only: no lock held
             try:
                 listener.close()
-                _serve_one(connection, Path(kernels), cgroups, hidden, covered)
+                _serve_one(connection, kernels, cgroups, [hidden, covered, config["kept"]])
             except Exception as error:  # noqa: BLE001 (the caller hears why, and its kernel never started)
                 with contextlib.suppress(OSError):
                     frames.send(connection.fileno(), {"exit": 1, "error": f"{type(error).__name__}: {error}"})
@@ -213,6 +219,6 @@ def connect(path: str, request: str) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
-        serve(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+        serve(json.loads(sys.argv[2]), sys.argv[3:])
     else:
         sys.exit(connect(sys.argv[2], sys.argv[3]))
