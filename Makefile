@@ -94,12 +94,12 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	pytest tests/book tests/unit -n 1
+	pytest tests/book -n 1
 
-# The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root) and the book's
-# build and tests end within about half a minute of each other (warm, on 2 cores).
+# The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root) and the unit
+# tests, beside the book's build and tests: the two lanes end within about ten seconds of each other (warm, 2 cores).
 test-code: $(DEV_STAMP)
-	pytest tests/classroom -n 1
+	pytest tests/classroom tests/unit -n 1
 
 lint: $(DEV_STAMP)
 	ruff check .
