@@ -107,18 +107,22 @@ def test_the_server_reads_the_setup_and_what_the_tests_import():
 
 def test_a_new_server_removes_the_folders_of_servers_that_are_gone(server):
     gone = warm.TrustedServer(SETUP)
-    gone.process.kill()  # as when a Dask worker is stopped: no exit handler removes its folder
-    gone.process.wait()
-    for _ in range(50):  # its sandbox ends with it, a moment later; the folder is left
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            if probe.connect_ex(str(gone.socket)):
-                break
-        time.sleep(0.1)
-    assert gone.scratch.exists()
+    folders = [gone.scratch, *([gone.zygote.folder] if gone.zygote.process else [])]  # its kernel zygote's too
+    for process, path in [(gone.process, gone.socket), (gone.zygote.process, gone.zygote.folder / "zygote.sock")]:
+        if process is not None:  # as when a Dask worker is stopped: no exit handler removes their folders
+            process.kill()
+            process.wait()
+        for _ in range(50):  # its sandbox ends with it, a moment later; the folder is left
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                if probe.connect_ex(str(path)):
+                    break
+            time.sleep(0.1)
+    assert all(folder.exists() for folder in folders)
     newer = warm.TrustedServer(SETUP)
     try:
-        assert not gone.scratch.exists()
+        assert not any(folder.exists() for folder in folders)
         assert server.scratch.exists() and server.alive()  # the control: a live server's folder stays
+        assert not server.zygote.process or server.zygote.folder.exists()
     finally:
         newer.close()
         gone.close()

@@ -140,11 +140,12 @@ def listening(path: str) -> bool:
 
 
 def _remove_stale() -> None:
-    """Remove the folders of servers that are gone (a stopped Dask worker runs no exit handler): nothing listens."""
-    for path in Path(tempfile.gettempdir()).glob("grading-trusted-*/trusted.sock"):
+    """Remove the folders of servers and kernel zygotes that are gone (a stopped Dask worker runs no exit handler):
+    nothing listens on their sockets."""
+    temporary = Path(tempfile.gettempdir())
+    for path in [*temporary.glob("grading-trusted-*/trusted.sock"), *temporary.glob("grading-zygote-*/zygote.sock")]:
         if isinstance(_knock(str(path)), ConnectionRefusedError):
             shutil.rmtree(path.parent, ignore_errors=True)
-            shutil.rmtree(_zygote_folder(path.parent), ignore_errors=True)
 
 
 @functools.lru_cache(maxsize=16)
