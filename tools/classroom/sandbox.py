@@ -34,6 +34,7 @@ def _kernel_reads() -> list[Path]:
     return [*sorted(root for root in roots if root.is_dir()), ROOT / "helpers"]
 
 
+ZYGOTE_FOLDERS = "grading-zygote-"  # the kernel zygotes' folders (warm.py), each with its kernels' folders inside
 PROCESS_LIMIT = 64  # processes and threads in one sandbox: torch's thread pool fits, a fork bomb does not
 CGROUP_PIDS = Path("/sys/fs/cgroup/pids")  # cgroup v1 (v2: /sys/fs/cgroup/<group>/pids.max, same files)
 
@@ -49,7 +50,7 @@ def _pids_cgroup(scratch: Path) -> Path | None:
     group = parent / f"bert-book-{scratch.name}"
     temporary = Path(tempfile.gettempdir())  # where scratch folders are: there, and in each kernel zygote's folder
     live = set()
-    for folder in (scratch.parent, temporary, *temporary.glob("grading-zygote-*/kernels")):
+    for folder in (scratch.parent, temporary, *temporary.glob(f"{ZYGOTE_FOLDERS}*/kernels")):
         with contextlib.suppress(OSError):  # a folder removed meanwhile
             live.update(path.name for path in folder.iterdir())
     for stale in parent.glob("bert-book-*"):  # groups whose sandbox is gone (its scratch folder deleted), emptied

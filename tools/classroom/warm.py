@@ -28,6 +28,7 @@ from tools.classroom import frames, sandbox
 from tools.environment import ROOT
 
 SETUP_LIMIT = 300  # seconds for the server's one run of the setup
+TRUSTED_FOLDERS = "grading-trusted-"  # the trusted servers' folders, each with its socket
 _SERVERS: dict[str, TrustedServer] = {}  # setup source -> this process's server for it
 
 
@@ -36,7 +37,7 @@ class TrustedServer:
 
     def __init__(self, setup: str, preload: tuple[str, ...] = (), memory_mb: int = sandbox.MEMORY_LIMIT_MB):
         _remove_stale()
-        self.scratch = Path(tempfile.mkdtemp(prefix="grading-trusted-"))
+        self.scratch = Path(tempfile.mkdtemp(prefix=TRUSTED_FOLDERS))
         self.socket = self.scratch / "trusted.sock"
         self.zygote = KernelZygote(self.scratch, setup)  # it imports while the setup runs here
         command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"])
@@ -109,7 +110,7 @@ def zygote_socket(trusted_socket: str) -> str:
 
 def _zygote_folder(trusted: Path) -> Path:
     """The kernel zygote's folder (its socket, its kernels' folders), named after its trusted server's."""
-    return trusted.with_name(trusted.name.replace("grading-trusted-", "grading-zygote-"))
+    return trusted.with_name(trusted.name.replace(TRUSTED_FOLDERS, sandbox.ZYGOTE_FOLDERS))
 
 
 def _imported(source: str) -> list[str]:
@@ -143,7 +144,8 @@ def _remove_stale() -> None:
     """Remove the folders of servers and kernel zygotes that are gone (a stopped Dask worker runs no exit handler):
     nothing listens on their sockets."""
     temporary = Path(tempfile.gettempdir())
-    for path in [*temporary.glob("grading-trusted-*/trusted.sock"), *temporary.glob("grading-zygote-*/zygote.sock")]:
+    for path in [*temporary.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"),
+                 *temporary.glob(f"{sandbox.ZYGOTE_FOLDERS}*/zygote.sock")]:
         if isinstance(_knock(str(path)), ConnectionRefusedError):
             shutil.rmtree(path.parent, ignore_errors=True)
 

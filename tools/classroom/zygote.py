@@ -154,6 +154,8 @@ def _serve_one(connection: socket.socket, kernels: Path, cgroups: str, mounts: l
     init = os.fork()
     if init == 0:
         os.close(go_write)
+        if procs >= 0:  # the cgroup is joined by the caller; the kernel's side never holds it
+            os.close(procs)
         connection.detach()
         _init(request, go_read)
     os.close(go_read)
