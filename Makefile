@@ -201,3 +201,24 @@ dist: $(STAMP)
 	$(PY) -c 'from setuptools import build_meta; build_meta.build_sdist("dist")' > /dev/null
 	rm -rf build
 	@ls -l dist
+
+# ---- The live widget (issue 45) ---------------------------------------------------------------------------------
+# `make widget`: the packaged checkpoint exported to ONNX (tools/widget/export.py, fp16 weights) and the browser's
+# runtime and WordPiece from npm (onnxruntime-web, @huggingface/tokenizers: tools/widget/package-lock.json, npm ci),
+# gathered in _build/widget/dist. A book built after it vendors them into _static/widget (tools/book/sphinx_widget.py);
+# `make book` never needs them (each live box then shows `make widget book`). make test builds them first.
+WIDGET := tools/widget
+WIDGET_BUILT := _build/widget/.built
+.PHONY: widget
+widget: $(WIDGET_BUILT)
+
+$(WIDGET_BUILT): $(DEV_STAMP) $(WIDGET)/package-lock.json $(wildcard $(WIDGET)/*.py) helpers/checkpoint.py
+	@command -v npm > /dev/null || { echo "make: npm is not installed (Debian/Ubuntu: apt-get install nodejs npm)"; exit 1; }
+	npm ci --prefix $(WIDGET) --no-audit --no-fund --silent
+	python -m tools.widget.export
+	touch $@
+
+test-built test-code: widget
+# Once the widget is built, the book depends on it: a new widget rebuilds the pages that vendor it.
+$(BOOK_BUILT): $(wildcard $(WIDGET_BUILT))
+# ---- end of the live widget -------------------------------------------------------------------------------------
