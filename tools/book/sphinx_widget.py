@@ -67,7 +67,18 @@ def _controls(node: live_box, found: dict, assets: str) -> str:
 <label><input type="radio" name="positions" value="shuffled"> shuffled</label>
 <label><input type="radio" name="positions" value="removed"> removed</label></fieldset>
 <button type="submit">Run</button></fieldset></form>
-<div class="bfv-output" aria-live="polite"></div></div>"""
+<div class="bfv-output" aria-live="polite" tabindex="0" role="region" aria-label="Live results"></div>
+<p class="bfv-limits">{_limits(found)}</p></div>"""
+
+
+def _limits(found: dict) -> str:
+    """What runs live and what does not, and the rounding the reader sees."""
+    worst = found["largest_difference"]
+    return (f"Runs in your browser: the packaged checkpoint's forward pass (onnxruntime-web, WebAssembly), its "
+            f"weights stored as {found['format']}. On the chapters' sentences its largest difference from torch is "
+            f"{worst['word']:.0e} in a word row, {worst['normed']:.0e} in the LayerNorm output and "
+            f"{worst['cosine']:.0e} in the cosine, so the numbers here agree with the chapter's to about three "
+            "decimals. Training, gradients and the GPU appendix do not run here.")
 
 
 def visit_html(self, node: live_box) -> None:
@@ -76,7 +87,8 @@ def visit_html(self, node: live_box) -> None:
     data = ""
     if found:
         sizes = html.escape(json.dumps(found["bytes"]), quote=True)
-        data = f' data-assets="{assets}" data-sizes="{sizes}" data-format="{found["format"]}"'
+        data = (f' data-assets="{assets}" data-sizes="{sizes}" data-format="{found["format"]}"'
+                f' data-max-positions="{found["max_positions"]}"')
     self.body.append(f'<section class="bfv-live" data-focus="{node["focus"]}"{data} aria-label="Live: run the model '
                      'on your own text">\n<p class="bfv-title"><strong>Live: your own text</strong></p>\n')
     node["controls"] = _controls(node, found, assets) if found else (

@@ -24,10 +24,10 @@ MODES = ("normal", "shuffled", "removed")
 
 
 def shuffled(n: int) -> list[int]:
-    """The widget's fixed shuffle of positions 0..n-1 (widget.js: a seeded LCG, Fisher-Yates), for the same input."""
+    """The widget's fixed shuffle of positions 0..n-1 (widget.js: MINSTD from seed 12345, Fisher-Yates)."""
     order, seed = list(range(n)), 12345
     for i in range(n - 1, 0, -1):
-        seed = (seed * 1103515245 + 12345) % 2147483648
+        seed = seed * 48271 % 2147483647
         j = seed % (i + 1)
         order[i], order[j] = order[j], order[i]
     return order

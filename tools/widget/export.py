@@ -27,6 +27,7 @@ FORMAT = "fp16"  # the shipped format: measured against fp32 and int8 in the clo
 ASSETS = {
     "onnxruntime-web/dist/ort.wasm.bundle.min.mjs": "ort.wasm.bundle.min.mjs",
     "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm": "ort-wasm-simd-threaded.wasm",
+    "onnxruntime-web/dist/ort-wasm-simd-threaded.mjs": "ort-wasm-simd-threaded.mjs",  # the wasm's loader
     "@huggingface/tokenizers/dist/tokenizers.min.mjs": "tokenizers.min.mjs",
 }
 
@@ -47,8 +48,9 @@ def export_fp32(bert: torch.nn.Module, path: Path) -> onnx.ModelProto:
     return onnx.load(str(path))
 
 
-def gather_assets(fmt: str, tokenizer_json: Path) -> None:
-    """Copy the model in `fmt`, the tokenizer and the npm assets into DIST, with a manifest of names and sizes."""
+def gather_assets(fmt: str, tokenizer_json: Path, measured: dict[str, float], max_positions: int) -> None:
+    """Copy the model in `fmt`, the tokenizer and the npm assets into DIST, with a manifest: the names and sizes,
+    and the largest differences from torch `measured` on the chapters' sentences (the page states them)."""
     missing = [name for name in ASSETS if not (NODE_MODULES / name).exists()]
     if missing:
         raise SystemExit(f"widget: {missing} not installed: run `npm ci --prefix tools/widget` (make widget does)")
@@ -60,7 +62,8 @@ def gather_assets(fmt: str, tokenizer_json: Path) -> None:
     shutil.copyfile(onnx_path(fmt), DIST / "bert.onnx")
     shutil.copyfile(tokenizer_json, DIST / "tokenizer.json")
     sizes = {path.name: path.stat().st_size for path in sorted(DIST.iterdir())}
-    (DIST / "manifest.json").write_text(json.dumps({"format": fmt, "bytes": sizes}, indent=1) + "\n")
+    manifest = {"format": fmt, "bytes": sizes, "largest_difference": measured, "max_positions": max_positions}
+    (DIST / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 def main() -> None:
@@ -68,15 +71,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--formats", nargs="+", choices=FORMATS, default=[FORMAT])
     args = parser.parse_args()
-    from helpers.checkpoint import load_bert, packaged_dir
+    import onnxruntime
 
-    bert, _ = load_bert()
+    from helpers.checkpoint import load_bert
+    from tools.widget.compare import largest_differences
+
+    bert, tokenizer = load_bert()
     BUILD.mkdir(parents=True, exist_ok=True)
     fp32 = export_fp32(bert, onnx_path("fp32"))
     for fmt in set(args.formats) | {FORMAT}:
         onnx.save(convert(fp32, fmt), str(onnx_path(fmt)))
         print(f"widget: {onnx_path(fmt).relative_to(ROOT)}  {onnx_path(fmt).stat().st_size / 2**20:.1f} MiB")
-    gather_assets(FORMAT, packaged_dir() / "tokenizer.json")
+    session = onnxruntime.InferenceSession(str(onnx_path(FORMAT)), providers=["CPUExecutionProvider"])
+    measured = {name: float(f"{value:.1e}") for name, value in largest_differences(session, bert, tokenizer).items()}
+    print(f"widget: {FORMAT} vs torch on the chapters' sentences, largest |difference|: {measured}")
+    tokenizer_json = BUILD / "tokenizer.json"  # the loaded checkpoint's own tokenizer, whichever it is
+    tokenizer.backend_tokenizer.save(str(tokenizer_json))
+    gather_assets(FORMAT, tokenizer_json, measured, bert.config.max_position_embeddings)
     total = sum(path.stat().st_size for path in DIST.iterdir())
     print(f"widget: {DIST.relative_to(ROOT)} holds {total / 2**20:.1f} MiB ({FORMAT} weights)")
 

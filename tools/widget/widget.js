@@ -31,7 +31,7 @@ async function fetchWithProgress(url, total, onBytes) {
 }
 
 // The wasm runtime and the weights, counted together on every box's progress bar.
-async function load(assets, sizes, onBytes) {
+async function load(assets, sizes, maxPositions, onBytes) {
   const ort = await import(`${assets}ort.wasm.bundle.min.mjs`);
   const { Tokenizer } = await import(`${assets}tokenizers.min.mjs`);
   ort.env.wasm.wasmPaths = assets;
@@ -45,16 +45,17 @@ async function load(assets, sizes, onBytes) {
   const model = await fetchWithProgress(`${assets}bert.onnx`, total,
     (n) => onBytes(sizes["tokenizer.json"] + wasmBytes + n, total));
   const session = await ort.InferenceSession.create(model, { executionProviders: ["wasm"] });
+  session.maxPositions = maxPositions;
   const tokenizer = new Tokenizer(tokenizerJson, { do_lower_case: true });
   return { ort, session, tokenizer };
 }
 
-// A fixed shuffle (a seeded LCG), the same for every reader, [CLS] and [SEP] moved with the rest.
+// A fixed shuffle (a seeded MINSTD generator), the same for every reader, [CLS] and [SEP] moved with the rest.
 function shuffled(n) {
   const order = [...Array(n).keys()];
   let seed = 12345;
   for (let i = n - 1; i > 0; i--) {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
+    seed = (seed * 48271) % 2147483647; // MINSTD: every product stays below 2**53, exact in a double
     const j = seed % (i + 1);
     [order[i], order[j]] = [order[j], order[i]];
   }
@@ -110,7 +111,7 @@ function strip(values) {
 const COLUMNS = [
   ["token", "word piece"], ["id", "id"], ["type", "segment"], ["pos", "position"],
   ["word", "‖word row‖"], ["segment", "‖segment row‖"], ["position", "‖position row‖"],
-  ["summed", "‖sum‖"], ["normed", "‖LayerNorm‖"], ["strip", "LayerNorm output (each column one dimension)"],
+  ["summed", "‖sum‖"], ["normed", "‖LayerNorm‖"], ["strip", "LayerNorm output"],
 ];
 
 function table(encoding, result) {
@@ -139,7 +140,7 @@ function table(encoding, result) {
       cell.dataset.key = key;
       if (key === "strip") cell.append(strip(Array.from(result.row("normed", t))));
       else cell.textContent = typeof cells[key] === "number" && !Number.isInteger(cells[key])
-        ? cells[key].toFixed(4) : String(cells[key]);
+        ? cells[key].toFixed(3) : String(cells[key]);
     }
   });
   return element;
@@ -157,6 +158,11 @@ async function update(box, model) {
   }
   const started = performance.now();
   const encoding = model.tokenizer.encode(a, { text_pair: b || null, return_token_type_ids: true });
+  const limit = model.session.maxPositions;
+  if (encoding.ids.length > limit) {
+    output.textContent = `${encoding.ids.length} tokens: the model has ${limit} positions. Shorten the text.`;
+    return;
+  }
   const result = await run(model, encoding.ids, encoding.token_type_ids, mode);
   const parts = [table(encoding, result)];
   const summary = document.createElement("p");
@@ -167,7 +173,7 @@ async function update(box, model) {
       await run(model, eb.ids, eb.token_type_ids, mode)];
     const value = cosine(meanPooled(ra, ea.ids.length), meanPooled(rb, eb.ids.length));
     summary.innerHTML = `Cosine of the two sentences, each run alone, mean of the last layer's vectors `
-      + `(as sentence-transformers pools this checkpoint): <strong class="bfv-cosine">${value.toFixed(4)}</strong>.`;
+      + `(as sentence-transformers pools this checkpoint): <strong class="bfv-cosine">${value.toFixed(3)}</strong>.`;
   } else {
     summary.textContent = "Type a second sentence to see the pair's segments and the two sentences' cosine.";
   }
@@ -181,7 +187,7 @@ async function update(box, model) {
 }
 
 function setUp(box) {
-  const assets = box.dataset.assets;
+  const assets = new URL(box.dataset.assets, document.baseURI).href; // import() needs an absolute URL
   const sizes = JSON.parse(box.dataset.sizes);
   const button = box.querySelector(".bfv-load");
   const progress = box.querySelector("progress");
@@ -189,9 +195,18 @@ function setUp(box) {
   const form = box.querySelector("form");
   box.querySelector(".bfv-controls").hidden = false;
   let timer = null;
-  const refresh = () => loading.then((model) => update(box, model)).catch((error) => {
-    status.textContent = `The model could not run: ${error.message}`;
-  });
+  const output = box.querySelector(".bfv-output");
+  let queue = Promise.resolve(); // one run at a time per box, in the order asked
+  let pending = 0;
+  const refresh = () => {
+    output.dataset.pending = String(++pending);
+    queue = queue.then(() => loading).then((model) => update(box, model)).catch((error) => {
+      status.textContent = `The model could not run: ${error.message}`;
+    }).finally(() => {
+      if (--pending === 0) delete output.dataset.pending;
+      else output.dataset.pending = String(pending);
+    });
+  };
   button.addEventListener("click", () => {
     progress.hidden = false;
     button.disabled = true;
@@ -205,22 +220,26 @@ function setUp(box) {
           `${formatBytes(received)} of ${formatBytes(total)}`;
       }
     };
-    loading ??= load(assets, sizes, onBytes);
+    loading ??= load(assets, sizes, Number(box.dataset.maxPositions), onBytes);
     loading.then(() => {
       for (const other of boxes) {
         other.querySelector(".bfv-status").textContent = "Model loaded: edit the sentences, results follow.";
         other.querySelector(".bfv-load").disabled = true;
         other.querySelector("fieldset.bfv-inputs").disabled = false;
         other.querySelector(".bfv-output").dataset.loadedAt = String(performance.now());
+        other.querySelector("form").requestSubmit(); // every box shows its sentences at once
       }
-      refresh();
     }, (error) => {
       status.textContent = `The model could not load: ${error.message}`;
       button.disabled = false;
       loading = null;
     });
   });
-  form.addEventListener("submit", (event) => { event.preventDefault(); refresh(); });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    clearTimeout(timer); // the typing that led here needs no run of its own
+    refresh();
+  });
   form.addEventListener("input", () => {
     if (!loading) return;
     clearTimeout(timer);
