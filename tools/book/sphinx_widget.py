@@ -124,11 +124,21 @@ def copy_assets(app, exception) -> None:
         shutil.copytree(DIST, target, dirs_exist_ok=True)
 
 
+def record_assets(app, config) -> None:
+    """Note which assets there are as a config value: when `make widget` adds or changes them, Sphinx sees the
+    value change and rewrites every page, so each box switches between its button and the command."""
+    found = manifest()
+    config.live_widget_assets = json.dumps(found, sort_keys=True) if found else "absent"
+
+
 def setup(app) -> dict:
     """Register the directive, its node and the asset hooks."""
+    app.add_config_value("live_widget_assets", "absent", "html")
+    app.connect("config-inited", record_assets)
     app.add_node(live_box, html=(visit_html, depart_html), latex=(skip, None), text=(skip, None),
                  man=(skip, None), texinfo=(skip, None))
     app.add_directive("live-box", LiveBox)
-    app.connect("html-page-context", add_page_assets)
+    # before other handlers (sphinx_fixes rebuilds the page's script list): a file added later would not show
+    app.connect("html-page-context", add_page_assets, priority=400)
     app.connect("build-finished", copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
