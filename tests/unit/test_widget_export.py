@@ -98,3 +98,33 @@ def test_shuffle_is_a_permutation_and_moves_tokens():
     assert compare.shuffled(8) != list(range(8))
     with pytest.raises(ValueError, match="not one of"):
         compare.positions(5, "reversed")
+
+
+def test_the_bounds_tell_the_formats_apart():
+    """fp16's bound holds for fp16-rounded rows and fails for int8-rounded ones: it can fail, and it is not loose."""
+    from tools.widget.formats import FORMATS
+
+    rows = np.random.default_rng(0).normal(0, 0.05, size=(8, 384)).astype(np.float32)
+    as_fp16 = rows.astype(np.float16).astype(np.float32)
+    scale = np.abs(rows).max(axis=1, keepdims=True) / 127
+    as_int8 = (np.rint(rows / scale) * scale).astype(np.float32)
+    assert (np.abs(as_fp16 - rows) <= stored_row_bound("fp16", rows)).all()
+    assert (np.abs(as_int8 - rows) > stored_row_bound("fp16", rows)).any()
+    assert (np.abs(as_int8 - rows) <= stored_row_bound("int8", rows, rows) + 1e-9).all()
+    assert (stored_row_bound("fp32", rows) == 0).all()
+    for bad in ("bf16", "int4"):
+        assert bad not in FORMATS
+        with pytest.raises(ValueError, match="not one of"):
+            stored_row_bound(bad, rows)
+    with pytest.raises(ValueError, match="per-row scales"):
+        stored_row_bound("int8", rows)
+
+
+def test_convert_refuses_an_unknown_format():
+    from onnx import helper
+
+    from tools.widget.formats import convert
+
+    empty = helper.make_model(helper.make_graph([], "empty", [], []))
+    with pytest.raises(ValueError, match="weight format 'bf16' is not one of"):
+        convert(empty, "bf16")

@@ -56,7 +56,9 @@ def _controls(node: live_box, found: dict, assets: str) -> str:
     """The form, the button and the output area; hidden until the script shows them."""
     total = sum(size for name, size in found["bytes"].items() if name != "manifest.json")
     a, b = html.escape(node["a"], quote=True), html.escape(node["b"], quote=True)
-    return f"""<div class="bfv-controls" hidden>
+    return f"""<p class="bfv-nojs">This box runs the model in your browser and needs JavaScript; the results printed
+in the chapter are the same computation.</p>
+<div class="bfv-controls" hidden>
 <p><button type="button" class="bfv-load">Load model ({total / 2**20:.0f} MiB, {found["format"]} weights)</button>
 <progress hidden aria-label="Model download"></progress> <span class="bfv-status" role="status"></span></p>
 <form><fieldset class="bfv-inputs" disabled><legend>Your text</legend>

@@ -3,6 +3,7 @@
 // until the reader presses "Load model"; every box on the page then shares the one model.
 const boxes = document.querySelectorAll(".bfv-live[data-assets]");
 let loading = null; // the one {session, tokenizer} promise of the page
+let queue = Promise.resolve(); // one run at a time on the shared session, in the order asked
 
 function formatBytes(bytes) {
   return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -183,6 +184,7 @@ async function update(box, model) {
   note.textContent = `${encoding.ids.length} tokens, positions ${mode}; ran in ${ms.toFixed(0)} ms in this browser.`;
   output.replaceChildren(summary, ...parts, note);
   output.dataset.ms = ms.toFixed(1);
+  output.dataset.firstMs ??= ms.toFixed(1);
   output.dataset.runs = String(Number(output.dataset.runs || 0) + 1);
 }
 
@@ -194,9 +196,9 @@ function setUp(box) {
   const status = box.querySelector(".bfv-status");
   const form = box.querySelector("form");
   box.querySelector(".bfv-controls").hidden = false;
+  box.querySelector(".bfv-nojs").hidden = true;
   let timer = null;
   const output = box.querySelector(".bfv-output");
-  let queue = Promise.resolve(); // one run at a time per box, in the order asked
   let pending = 0;
   const refresh = () => {
     output.dataset.pending = String(++pending);
