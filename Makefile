@@ -219,6 +219,7 @@ $(WIDGET_BUILT): $(DEV_STAMP) $(WIDGET)/package-lock.json $(wildcard $(WIDGET)/*
 	touch $@
 
 test-built test-code: widget
-# Once the widget is built, the book depends on it: a new widget rebuilds the pages that vendor it.
-$(BOOK_BUILT): $(wildcard $(WIDGET_BUILT))
+# Once the widget is built, the book depends on its manifest (a file no rule makes, so `make book` never runs npm):
+# a new widget rebuilds the pages that vendor it.
+$(BOOK_BUILT): $(wildcard _build/widget/dist/manifest.json)
 # ---- end of the live widget -------------------------------------------------------------------------------------
