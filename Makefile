@@ -33,11 +33,18 @@ $(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# What the tests and the classroom tools add (axe-core for the accessibility test: npm, pinned by its lock file).
+# What the tests and the classroom tools add (axe-core for the accessibility test: npm, pinned by its lock file), and
+# the system packages they need (Chromium, chromedriver, bubblewrap, npm): tools/system_packages.sh, the one list,
+# installs them as root on Debian/Ubuntu and otherwise stops with the command to run. `make test` checks them first.
 AXE := tests/book/axe
+SYSTEM_PACKAGES := tools/system_packages.sh
+.PHONY: system-packages
+system-packages:
+	@$(SYSTEM_PACKAGES)
+
 $(DEV_STAMP): $(STAMP) requirements-dev.txt requirements-teacher.txt $(AXE)/package-lock.json
+	@$(SYSTEM_PACKAGES)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
-	@command -v npm > /dev/null || { echo "make: npm is not installed (Debian/Ubuntu: apt-get install nodejs npm)"; exit 1; }
 	npm ci --prefix $(AXE) --no-audit --no-fund --silent
 	touch $(DEV_STAMP)
 
@@ -84,7 +91,7 @@ FORCE:
 # Lint, then two lanes at once: every notebook (nbval), the book built from what nbval cached, the class book, the PDF,
 # the tests of what they built (tests/book) and the unit tests; and the classroom tests, which need no built book.
 # Each lane keeps about one core busy (nbval's two workers and the graders' two share them). Lines interleave.
-test: $(DEV_STAMP)
+test: system-packages $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
 
