@@ -69,6 +69,7 @@ $(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(FINGERPRINT)
 	python -m tools.book.findings_page
 	python -m tools.book.execute
 	jupyter-book build . --warningiserror --keep-going
+	python -m tools.book.pdf --with-book
 	mv _build/.book-started $@
 
 # The book for a class: the same pages from the same cache, without solutions, downloads or launch buttons; rebuilt
@@ -159,13 +160,13 @@ clean:
 
 .PHONY: pdf
 # The whole book as one PDF in _build/pdf/ and in the site (the intro links it): Debian's Chromium (apt-get install
-# chromium) prints a single-page build of the same cache; redone only when the book was rebuilt.
+# chromium) prints a single-page build of the same cache; redone only when the book was rebuilt. `make book` prints it
+# already where Chromium and the test tools are installed (tools/book/pdf.py writes the stamp).
 PDF_BUILT := _build/pdf/.built
 pdf: $(PDF_BUILT)
 
 $(PDF_BUILT): $(DEV_STAMP) $(BOOK_BUILT)
 	python -m tools.book.pdf
-	touch $@
 
 .PHONY: teacher assignments
 # What a teacher needs (book/teachers.md): the reader's environment, nbgrader, Dask and tqdm (requirements-teacher.txt);
