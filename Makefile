@@ -62,7 +62,8 @@ FINGERPRINT := _build/.fingerprint
 book: $(BOOK_BUILT)
 	@echo "The book is in _build/html/index.html (make serve to read it in a browser)."
 
-# Run changed notebooks into Jupyter Book's cache one per core, then build from that cache with -W.
+# Run changed notebooks into Jupyter Book's cache one per core, then build from that cache with -W; print the whole
+# book as one PDF where Chromium and Playwright are installed, and say so where not (tools/book/pdf.py).
 # The stamp takes the build's start time, so a file saved during the build counts as changed.
 $(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(FINGERPRINT)
 	@mkdir -p _build && touch _build/.book-started
