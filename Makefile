@@ -33,11 +33,18 @@ $(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-# What the tests and the classroom tools add (axe-core for the accessibility test: npm, pinned by its lock file).
+# What the tests and the classroom tools add (axe-core for the accessibility test: npm, pinned by its lock file), and
+# the system packages they need (Chromium, chromedriver, bubblewrap, npm): tools/system_packages.sh, the one list,
+# installs them as root on Debian/Ubuntu and otherwise stops with the command to run. `make test` checks them first.
 AXE := tests/book/axe
+SYSTEM_PACKAGES := tools/system_packages.sh
+.PHONY: system-packages
+system-packages:
+	@$(SYSTEM_PACKAGES)
+
 $(DEV_STAMP): $(STAMP) requirements-dev.txt requirements-teacher.txt $(AXE)/package-lock.json
+	@$(SYSTEM_PACKAGES)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
-	@command -v npm > /dev/null || { echo "make: npm is not installed (Debian/Ubuntu: apt-get install nodejs npm)"; exit 1; }
 	npm ci --prefix $(AXE) --no-audit --no-fund --silent
 	touch $(DEV_STAMP)
 
@@ -55,13 +62,15 @@ FINGERPRINT := _build/.fingerprint
 book: $(BOOK_BUILT)
 	@echo "The book is in _build/html/index.html (make serve to read it in a browser)."
 
-# Run changed notebooks into Jupyter Book's cache one per core, then build from that cache with -W.
+# Run changed notebooks into Jupyter Book's cache one per core, then build from that cache with -W; print the whole
+# book as one PDF where Chromium and Playwright are installed, and say so where not (tools/book/pdf.py).
 # The stamp takes the build's start time, so a file saved during the build counts as changed.
 $(BOOK_BUILT): $(STAMP) $(BOOK_INPUTS) $(FINGERPRINT)
 	@mkdir -p _build && touch _build/.book-started
 	python -m tools.book.findings_page
 	python -m tools.book.execute
 	jupyter-book build . --warningiserror --keep-going
+	python -m tools.book.pdf --with-book
 	mv _build/.book-started $@
 
 # The book for a class: the same pages from the same cache, without solutions, downloads or launch buttons; rebuilt
@@ -84,7 +93,7 @@ FORCE:
 # Lint, then two lanes at once: every notebook (nbval), the book built from what nbval cached, the class book, the PDF,
 # the tests of what they built (tests/book) and the unit tests; and the classroom tests, which need no built book.
 # Each lane keeps about one core busy (nbval's two workers and the graders' two share them). Lines interleave.
-test: $(DEV_STAMP)
+test: system-packages $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
 
@@ -152,13 +161,13 @@ clean:
 
 .PHONY: pdf
 # The whole book as one PDF in _build/pdf/ and in the site (the intro links it): Debian's Chromium (apt-get install
-# chromium) prints a single-page build of the same cache; redone only when the book was rebuilt.
+# chromium) prints a single-page build of the same cache; redone only when the book was rebuilt. `make book` prints it
+# already where Chromium and the test tools are installed (tools/book/pdf.py writes the stamp).
 PDF_BUILT := _build/pdf/.built
 pdf: $(PDF_BUILT)
 
 $(PDF_BUILT): $(DEV_STAMP) $(BOOK_BUILT)
 	python -m tools.book.pdf
-	touch $@
 
 .PHONY: teacher assignments
 # What a teacher needs (book/teachers.md): the reader's environment, nbgrader, Dask and tqdm (requirements-teacher.txt);

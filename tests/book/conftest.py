@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import functools
 import http.server
+import io
 import os
+import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
-from tools.book.pdf import CHROMIUM, CHROMIUM_ARGS  # the browser that prints the PDF runs the tests
+from tools.book.pdf import CHROMIUM, CHROMIUM_ARGS, SETTLED  # the browser that prints the PDF runs tests
 from tools.book.toc import ROOT, toc_pages
 from tools.environment import venv_environment
 
@@ -30,12 +33,35 @@ DESKTOP = {"width": 1280, "height": 900}
 AXE = ROOT / "tests" / "book" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 THEMES = ["light", "dark"]
 WIDTHS = [1280, 768, 390]  # a desktop's, a tablet's and a phone's
-RESIZE_SETTLES_MS = 400
+POLL_MS = 20
+SETTLE_TIMEOUT_S = 30  # as Playwright's own waits
+# After a resize: two animation frames, so that layout and paint have run at the new width.
+FRAMES = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 # The theme button's effect without a reload: pydata-sphinx-theme keys its colours on <html data-theme>.
 SET_THEME = """theme => { Object.assign(document.documentElement.dataset, {theme, mode: theme});
   return getComputedStyle(document.body).backgroundColor; }"""
-# Colours switch at once, so axe measures the theme's final colours, not a transition's midpoint.
-NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
+# Colours switch at once, so axe measures the theme's final colours, not a transition's midpoint; a table's text can
+# be hidden to photograph what is painted behind it (table_contrast).
+NO_TRANSITIONS = """*, *::before, *::after { transition: none !important; animation: none !important; }
+  .measuring-contrast .cell_output .text_html table { color: transparent !important; }"""
+# Each HTML output table (a ResultTable; axe leaves their contrast "to review" over the scroll edges' gradients): its
+# box, marked for a screenshot, and each cell's text colour and the rectangle of its text inside the box's view.
+TABLE_CELLS = """() => [...document.querySelectorAll('.bd-article .cell_output .text_html')]
+  .filter(box => box.querySelector('table') && box.offsetParent).map((box, index) => {
+    box.dataset.contrastBox = index;
+    const view = box.getBoundingClientRect();
+    const cells = [...box.querySelectorAll('th, td')].filter(cell => cell.textContent.trim()).map(cell => {
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      const text = range.getBoundingClientRect();
+      const left = Math.max(text.left, view.left + box.clientLeft), top = Math.max(text.top, view.top);
+      const right = Math.min(text.right, view.left + box.clientLeft + box.clientWidth);
+      const bottom = Math.min(text.bottom, view.top + box.clientHeight);
+      return {text: cell.textContent.trim().slice(0, 30), colour: getComputedStyle(cell).color,
+              box: [left - view.left, top - view.top, right - view.left, bottom - view.top]};
+    }).filter(cell => cell.box[2] - cell.box[0] >= 1 && cell.box[3] - cell.box[1] >= 1);
+    return {index, cells};
+  })"""
 # Each figure: its rendered and its natural shape; each box: its share of width out of sight, and its affordances.
 LAYOUT = """async () => {
   await Promise.all([...document.images].map(img => img.decode().catch(() => null)));
@@ -50,6 +76,25 @@ LAYOUT = """async () => {
                   focusable: box.tabIndex === 0 && !!box.getAttribute('aria-label'),
                   shadow: getComputedStyle(box).backgroundImage !== 'none'}));
   return {figures, boxes};
+}"""
+# Where a line breaks badly: punctuation that follows inline code, math or a link at the start of the next line, and a
+# heading's code word (no space in it) broken across two lines.
+LINE_STARTS = r"""() => {
+  const found = [];
+  for (const element of document.querySelectorAll('.bd-article :is(code.literal, span.math, a)')) {
+    const next = element.nextSibling;
+    if (!next || next.nodeType !== Node.TEXT_NODE || !/^[.,:;!?)]/.test(next.data)) continue;
+    const range = document.createRange();
+    range.setStart(next, 0);
+    range.setEnd(next, 1);
+    const mark = range.getClientRects()[0], rects = element.getClientRects(), last = rects[rects.length - 1];
+    if (mark && last && mark.top >= last.bottom - 1)
+      found.push(`${element.textContent.trim().slice(-24)} / ${next.data[0]}`);
+  }
+  for (const code of document.querySelectorAll('.bd-article :is(h1, h2, h3) code.literal'))
+    if (code.getClientRects().length > 1 && !/\s/.test(code.textContent.trim()))  // inside a word, not at a space
+      found.push(`heading: ${code.textContent.trim()}`);
+  return found;
 }"""
 VISITED_PAGES = toc_pages() + ["search", "genindex"]  # index.html only redirects to the root page
 # Each formula: drawn by the browser as MathML (an element of MathMLElement with a size), not left as TeX.
@@ -164,20 +209,70 @@ class PageVisit:
     layout: dict[int, dict] = field(default_factory=dict)  # width -> LAYOUT's {"figures", "boxes"}, light mode
     axe: dict[tuple[int, str], list[dict]] = field(default_factory=dict)  # (width, theme) -> violations, if axe
     backgrounds: set[str] = field(default_factory=set)  # the body's background in each theme
+    tables: dict[tuple[int, str], list[tuple[str, float]]] = field(default_factory=dict)  # table_contrast's
+    line_starts: dict[int, list[str]] = field(default_factory=dict)  # width -> LINE_STARTS, light mode
+
+
+def settle(tab, pending: set) -> None:
+    """Wait until the page's fonts and images are in and none of the requests `tab` started (`pending`, kept by its
+    request events) is still open: what Playwright's "networkidle" waits for, without its half second of quiet."""
+    tab.evaluate(SETTLED)
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while pending:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{tab.url}: requests still open after {SETTLE_TIMEOUT_S} s: {[r.url for r in pending]}")
+        tab.wait_for_timeout(POLL_MS)  # lets Playwright deliver the request events that empty `pending`
+        if not pending:
+            tab.evaluate(SETTLED)  # what the last responses asked for (a font's glyphs) is requested by now
+
+
+def _rgb(css_colour: str) -> tuple[float, float, float]:
+    """An `rgb(r, g, b)` or `rgba(...)` computed colour as matplotlib's 0..1 triple."""
+    return tuple(float(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3])
+
+
+def table_contrast(tab) -> list[tuple[str, float]]:
+    """Each visible cell of each HTML output table: its text and the lowest WCAG contrast of its text colour against
+    any pixel painted behind its text (photographed with the text hidden), by helpers.plots.contrast_ratio."""
+    from PIL import Image
+
+    from helpers.plots import contrast_ratio
+
+    found, tables = [], tab.evaluate(TABLE_CELLS)
+    if not tables:
+        return found
+    for table in tables:
+        tab.evaluate("() => document.documentElement.classList.add('measuring-contrast')")
+        shot = Image.open(io.BytesIO(tab.locator(f'[data-contrast-box="{table["index"]}"]').screenshot()))
+        tab.evaluate("() => document.documentElement.classList.remove('measuring-contrast')")
+        pixels = shot.convert("RGB")
+        for cell in table["cells"]:
+            left, top, right, bottom = (round(v) for v in cell["box"])
+            behind = {colour for _, colour in pixels.crop((left, top, right, bottom)).getcolors(1 << 16) or []}
+            text = _rgb(cell["colour"])
+            found.append((cell["text"], min(contrast_ratio(text, tuple(v / 255 for v in c)) for c in behind)))
+    tab.evaluate("() => window.scrollTo(0, 0)")  # back at the top, where the theme hides its back-to-top button
+    tab.evaluate(FRAMES)
+    return found
 
 
 def page_visit(browser, url: str, screenshot: Path | None) -> PageVisit:
     """Load `url` in a fresh context (an empty cache) in light mode, let the network settle, read it, screenshot it;
-    then at each width, once the theme has re-marked its scrolling boxes, measure it and run axe in each theme."""
+    then at each width, once the book has re-marked its scrolling boxes, measure it, its tables' contrast and its
+    line starts, and run axe in each theme. Every wait is on an event (load, fonts, images, the open requests, two
+    animation frames), never a fixed time: a fixed time is too long on a fast machine and too short on a busy one."""
     context = browser.new_context(viewport=DESKTOP)
     context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
     tab = context.new_page()
     problems = record_problems(tab)
     fetched: dict[str, tuple[str, int]] = {}
+    pending: set = set()
+    tab.on("request", lambda r: pending.add(r))
+    tab.on("requestfailed", lambda r: pending.discard(r))
+    tab.on("requestfinished", lambda r: pending.discard(r))
     tab.on("requestfinished", lambda r: fetched.__setitem__(r.url, (r.resource_type, r.sizes()["responseBodySize"])))
-    response = tab.goto(url, wait_until="networkidle")
-    tab.evaluate("() => document.fonts.ready")
-    tab.wait_for_load_state("networkidle")  # the icon fonts the page asked for
+    response = tab.goto(url, wait_until="load")
+    settle(tab, pending)
     main = tab.locator("main")
     found = PageVisit(
         ok=response.ok, title=tab.title(), h1=main.locator("h1").count(), fetched=dict(fetched),
@@ -190,22 +285,25 @@ def page_visit(browser, url: str, screenshot: Path | None) -> PageVisit:
         drawn=tab.evaluate(DRAWN), problems=problems)
     if screenshot:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
-        tab.screenshot(path=str(screenshot), full_page=True)
+        tab.screenshot(path=str(screenshot), full_page=True, type="jpeg", quality=80)  # a PNG takes 3x as long
     found.problems = list(problems)
     if AXE.exists():  # test_accessibility skips (or in CI fails) without it; the other checks do not need it
         tab.add_script_tag(path=str(AXE))
     tab.add_style_tag(content=NO_TRANSITIONS)
     for width in WIDTHS:
         tab.set_viewport_size({"width": width, "height": DESKTOP["height"]})
-        tab.wait_for_timeout(RESIZE_SETTLES_MS)  # the theme re-marks scrolling boxes 300 ms after a resize
+        tab.evaluate(FRAMES)
+        # The book marks its scrolling boxes now (the theme's own tab stops follow 300 ms later and agree with it).
         tab.evaluate("() => window.bookLabelScrollers?.()")
         for theme in THEMES:
             found.backgrounds.add(tab.evaluate(SET_THEME, theme))
             if theme == "light":
                 found.layout[width] = tab.evaluate(LAYOUT)
+                found.line_starts[width] = tab.evaluate(LINE_STARTS)
             if AXE.exists():
                 found.axe[width, theme] = tab.evaluate(
                     "() => axe.run(document, {resultTypes: ['violations']})")["violations"]
+            found.tables[width, theme] = table_contrast(tab)  # after axe: it scrolls to each table
     context.close()
     return found
 
@@ -213,5 +311,5 @@ def page_visit(browser, url: str, screenshot: Path | None) -> PageVisit:
 @pytest.fixture(scope="session")
 def visited(browser, book_url) -> dict[str, PageVisit]:
     """Every page of the book (and its search and index pages), each loaded once: see PageVisit."""
-    shots = {stem: SCREENSHOTS / f"{Path(stem).name}.png" for stem in toc_pages()}
+    shots = {stem: SCREENSHOTS / f"{Path(stem).name}.jpg" for stem in toc_pages()}
     return {stem: page_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in VISITED_PAGES}

@@ -51,7 +51,7 @@ def test_page_loads_without_errors_and_is_screenshotted(visited, stem):
     assert seen.ok
     assert CONFIG["title"] in seen.title
     assert seen.h1 >= 1
-    assert (SCREENSHOTS / f"{Path(stem).name}.png").exists()
+    assert (SCREENSHOTS / f"{Path(stem).name}.jpg").exists()
     assert seen.problems == []
 
 

@@ -1,15 +1,19 @@
 """Every link and every file a page of the built site names resolves inside the site: no internal 404, the intro's
-whole-book PDF included (make pdf puts it there), and every #fragment names an id on its page. Static, no browser."""
+whole-book PDF included (make book prints it where it can, and links it only then), and every #fragment names an id
+on its page. Static, no browser."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import unquote, urldefrag, urlparse
 
+import pytest
 from bs4 import BeautifulSoup
 
-from tests.book.conftest import require_built_book
+from tests.book.conftest import IN_CI, require_built_book
+from tools.book import pdf
 from tools.book.pdf import PDF
 
 ATTRIBUTES = {"a": "href", "link": "href", "img": "src", "script": "src", "source": "src", "iframe": "src"}
@@ -53,10 +57,28 @@ def test_no_page_of_the_site_links_to_nothing():
     assert found == {}, "\n".join(f"{page}: {', '.join(links[:5])}" for page, links in found.items())
 
 
-def test_the_intro_links_the_whole_book_pdf_and_the_site_holds_it():
+def test_the_intro_links_the_whole_book_pdf_where_the_site_holds_it():
     site = require_built_book()
-    assert f'href="../{PDF.name}"' in (site / "book" / "intro.html").read_text(encoding="utf-8")
-    assert (site / PDF.name).read_bytes()[:5] == b"%PDF-", f"{PDF.name} is missing from the site: run make pdf"
+    linked = f'href="../{PDF.name}"' in (site / "book" / "intro.html").read_text(encoding="utf-8")
+    held = (site / PDF.name).is_file() and (site / PDF.name).read_bytes()[:5] == b"%PDF-"
+    assert linked <= held, f"the intro links {PDF.name} and the site lacks it: run make pdf"
+    if IN_CI:  # a fresh clone with Chromium and the test tools: make book printed and linked it
+        assert linked and pdf.cannot_print() is None
+
+
+@pytest.mark.parametrize("reason", [None, "no Chromium"])
+def test_the_pdf_link_stays_only_where_make_book_prints_it(monkeypatch, reason):
+    config = SimpleNamespace(myst_substitutions={"book_pdf": "../book.pdf", "other": "kept"})
+    monkeypatch.setattr(pdf, "cannot_print", lambda: reason)
+    pdf.link_only_a_printed_pdf(None, config)
+    assert config.myst_substitutions == {"book_pdf": "" if reason else "../book.pdf", "other": "kept"}
+
+
+def test_make_book_says_why_it_prints_no_pdf(monkeypatch, capsys):
+    monkeypatch.setattr(pdf, "CHROMIUM", "/nowhere/chromium")
+    monkeypatch.setattr(pdf, "print_to_pdf", lambda *args: pytest.fail("printed without Chromium"))
+    pdf.main(["--with-book"])
+    assert "make book: no PDF of the whole book here (no Chromium at /nowhere/chromium" in capsys.readouterr().err
 
 
 def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path):

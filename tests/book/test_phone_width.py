@@ -33,3 +33,11 @@ def test_no_page_is_wider_than_a_phone(phone, book_url, stem):
     visit(phone, f"{book_url}/{stem}.html")
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"], (width, phone.evaluate(OVERFLOWING, PHONE["width"]))
+
+
+def test_no_line_starts_with_a_lone_mark_and_no_heading_breaks_its_code(visited):
+    """At every width: no "." or ":" begins a line after inline code, math or a link (tools/book/sphinx_line_breaks.py),
+    and no heading's code word (model.embeddings) is broken across two lines (book.css: a smaller title on a phone).
+    """
+    found = {(stem, width): where for stem in PAGES for width, where in visited[stem].line_starts.items() if where}
+    assert found == {}

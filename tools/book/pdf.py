@@ -5,10 +5,15 @@ as `make book`, with the theme's print-only title and contents at the front. Deb
 Playwright, opens it with print styles (book/_static/print.css), waits for fonts and figures (the math is MathML,
 drawn by the browser), and prints it to A4 with page numbers. The PDF goes to _build/pdf/ and, when the reader's
 site is built, into it as well.
+
+`make book` prints it too (`--with-book`) where this machine can (Chromium, and Playwright from the test tools), and
+says so where it cannot; as a Sphinx extension this module keeps the intro's link to the PDF (`book_pdf`) only in a
+build that will hold it, so the site `make book` alone produces has no dead link.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import sys
@@ -61,6 +66,28 @@ def pdf_name(title: str) -> str:
 
 
 PDF = PDF_BUILD / pdf_name(book_title())
+PDF_BUILT = PDF_BUILD / ".built"  # the Makefile's stamp: `make pdf` has nothing to do after `make book` printed it
+
+
+def cannot_print() -> str | None:
+    """Why this machine cannot print the PDF (no Chromium, no Playwright), or None when it can."""
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (Debian/Ubuntu: apt-get install chromium)"
+    if importlib.util.find_spec("playwright") is None:
+        return "no Playwright (make test's dev set-up installs it)"
+    return None
+
+
+def link_only_a_printed_pdf(app, config) -> None:
+    """Sphinx, config-inited: empty the intro's `book_pdf` link where `make book` cannot print the PDF."""
+    if cannot_print():
+        config.myst_substitutions = {**config.myst_substitutions, "book_pdf": ""}
+
+
+def setup(app) -> dict:
+    """Register the hook that keeps the PDF link only where the PDF is printed."""
+    app.connect("config-inited", link_only_a_printed_pdf)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 def build_single_page() -> Path:
@@ -98,13 +125,18 @@ def print_to_pdf(page_html: Path, pdf: Path) -> None:
         browser.close()
 
 
-def main() -> None:
-    """Build the single page, print it, and put the PDF beside it and into the reader's site."""
+def main(argv: list[str]) -> None:
+    """Build the single page, print it, and put the PDF beside it and into the reader's site; with `--with-book`
+    (make book), only where this machine can print it, saying so where it cannot."""
+    if argv == ["--with-book"] and (reason := cannot_print()):
+        print(f"make book: no PDF of the whole book here ({reason}); the intro does not link one.", file=sys.stderr)
+        return
     print_to_pdf(build_single_page(), PDF)
     if (SITE / "index.html").exists():
         shutil.copy2(PDF, SITE / PDF.name)
-    print(f"The book as one PDF is in {PDF.relative_to(ROOT)}.", file=sys.stderr)
+    PDF_BUILT.touch()
+    print(f"The book as one PDF is in {PDF.relative_to(ROOT)} and in the site.", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
