@@ -40,11 +40,20 @@ def _length(length, table: torch.Tensor) -> int:
     return length
 
 
-def copied_rows(table: torch.Tensor, length: int) -> torch.Tensor:
-    """(positions, hidden) -> (length, hidden): row j is row j mod positions, the trained rows over and over."""
+def copied_rows(table: torch.Tensor, length: int, first: int = 0) -> torch.Tensor:
+    """(positions, hidden) -> (length, hidden): the table, then its rows first..positions-1 over and over.
+
+    first=0 is Longformer's copy; first=1 leaves row 0 (the row only [CLS] ever held) out of the copies.
+    """
     table = _table(table)
     length = _length(length, table)
-    return table[torch.arange(length) % table.shape[0]].clone()  # (length, hidden)
+    n = table.shape[0]
+    first = integer("first", first, minimum=0, hint=f": a row of the {n}-row table to start each copy at")
+    if first >= n:
+        raise ValueError(f"first must be a row of the {n}-row table, got {first}.")
+    j = torch.arange(length)
+    index = torch.where(j < n, j, first + (j - n) % (n - first))  # (length,)
+    return table[index].clone()  # (length, hidden)
 
 
 def interpolated_rows(table: torch.Tensor, length: int) -> torch.Tensor:
