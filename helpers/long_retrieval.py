@@ -21,8 +21,8 @@ from scipy.stats import bootstrap
 from helpers.plots import HATCHES, OKABE_ITO, _numpy
 from helpers.validation import integer, real
 
-__all__ = ["prose_sentences", "offline_texts", "HeldOut", "hold_out", "held_out_documents", "band_of", "band_sums",
-           "pooled", "scores", "paired_interval", "verdict", "accuracy_bars"]
+__all__ = ["offline_texts", "held_out_documents", "band_of", "band_sums", "pooled", "scores", "paired_interval",
+           "verdict", "accuracy_bars"]
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 import torch
@@ -48,7 +50,7 @@ def test_band_sums_match_a_loop_over_rows():
     states = torch.randn(23, 5, dtype=torch.float64)
     edges = [0, 4, 10, 23]
     sums, counts = band_sums(states, edges)
-    for b, (low, high) in enumerate(zip(edges, edges[1:])):
+    for b, (low, high) in enumerate(pairwise(edges)):
         torch.testing.assert_close(sums[b], states[low:high].sum(0), rtol=0, atol=1e-12)
         assert counts[b] == high - low
     assert band_of([0, 3, 4, 9, 10, 22], edges).tolist() == [0, 0, 1, 1, 2, 2]
