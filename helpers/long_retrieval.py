@@ -195,16 +195,16 @@ def verdict(test: tuple[float, float], equivalence: tuple[float, float], margin:
 
 
 def accuracy_bars(accuracy: dict[str, float], intervals: dict[str, tuple[float, float]], chance: float,
-                  title: str = "", ylabel: str = "accuracy"):
-    """One bar per method with its 95 % interval; chance a dashed line named in the legend, outside the bars."""
-    fig, ax = plt.subplots(figsize=(8.0, 3.4))
+                  title: str = "", xlabel: str = "accuracy"):
+    """One horizontal bar per method with its interval; chance a dashed line named in the legend, outside the bars."""
+    fig, ax = plt.subplots(figsize=(8.0, 0.32 * len(accuracy) + 1.2))
     for i, (name, value) in enumerate(accuracy.items()):
         low, high = intervals[name]
-        ax.bar(i, value, color=OKABE_ITO[i % len(OKABE_ITO)], hatch=HATCHES[i % len(HATCHES)],
-               edgecolor="white")
-        ax.errorbar(i, value, yerr=[[value - low], [high - value]], color="black", capsize=3)
-    ax.axhline(chance, color="black", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
-    ax.set_xticks(range(len(accuracy)), list(accuracy), fontsize=8)
-    ax.set(title=title, ylabel=ylabel, ylim=(0, 1.0))
+        ax.barh(i, value, color=OKABE_ITO[i % len(OKABE_ITO)], hatch=HATCHES[i % len(HATCHES)], edgecolor="white")
+        ax.errorbar(value, i, xerr=[[value - low], [high - value]], color="black", capsize=3)
+    ax.axvline(chance, color="black", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
+    ax.set_yticks(range(len(accuracy)), list(accuracy), fontsize=8)
+    ax.invert_yaxis()  # the first method on top
+    ax.set(title=title, xlabel=xlabel, xlim=(0, 1.0))
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig

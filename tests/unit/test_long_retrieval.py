@@ -134,3 +134,14 @@ def test_copies_that_skip_row_zero_match_numpy():
     np.testing.assert_array_equal(copied_rows(table, 14, first=1).numpy(), expected)
     with pytest.raises(ValueError, match="first must be a row of the 5-row table"):
         copied_rows(table, 14, first=5)
+
+
+def test_accuracy_bars_draw_one_bar_per_method_and_chance_in_the_legend():
+    from helpers.long_retrieval import accuracy_bars
+
+    fig = accuracy_bars({"one": 0.8, "two": 0.4}, {"one": (0.7, 0.9), "two": (0.3, 0.5)}, chance=0.5)
+    ax = fig.axes[0]
+    assert [round(p.get_width(), 6) for p in ax.patches] == [0.8, 0.4]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["one", "two"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["chance (0.50)"]
+    assert ax.texts == []  # no label drawn on the data
