@@ -2,8 +2,8 @@
 
 Taught in "Build the layer yourself", section "My text is longer than the position table". Two ways through:
 encode the text in windows that each fit the table (chunking, then pool), or give the model a longer table, its
-rows copied from the trained ones as Longformer did (Beltagy et al. 2020, §5) or stretched between them (as
-vision transformers resize their position grids; Chen et al. 2023 rescale rotary position indices instead).
+rows copied from the trained ones as Longformer did (Beltagy et al. 2020, §5) or stretched between them (the
+analogue for a learned table of position interpolation, which Chen et al. 2023 apply to rotary position indices).
 """
 
 from __future__ import annotations
