@@ -144,4 +144,4 @@ def test_accuracy_bars_draw_one_bar_per_method_and_chance_in_the_legend():
     assert [round(p.get_width(), 6) for p in ax.patches] == [0.8, 0.4]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["one", "two"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["chance (0.50)"]
-    assert ax.texts == []  # no label drawn on the data
+    assert len(ax.texts) == 0  # no label drawn on the data
