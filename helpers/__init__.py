@@ -15,6 +15,7 @@
     input_layers        any model's input layer read from its modules and hooks (one layer, many families)
     scratch             BERT's embedding layer built from torch.nn parts (build it yourself; train it)
     long_inputs         texts longer than the position table: windows, copied or interpolated rows (build it yourself)
+    long_retrieval      scoring the ways through: held-out sentences, band contrast, paired intervals (build it)
     position_schemes    seven position schemes as one switch in a tiny transformer: RoPE, ALiBi, T5 bias (train it)
     training            order tasks, the training loop, the seed sweep and its figures (train it)
     findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)
@@ -33,9 +34,10 @@ import ast
 from importlib import import_module
 from pathlib import Path
 
-MODULES = ("anatomy", "checkpoint", "families", "findings", "input_layers", "layernorm", "long_inputs", "notebook",
-           "plots", "position_figures", "position_rows", "position_schemes", "positions", "relative_positions",
-           "scratch", "segments", "sinusoids", "tables", "token_figures", "tokens", "training", "validation")
+MODULES = ("anatomy", "checkpoint", "families", "findings", "input_layers", "layernorm", "long_inputs",
+           "long_retrieval", "notebook", "plots", "position_figures", "position_rows", "position_schemes", "positions",
+           "relative_positions", "scratch", "segments", "sinusoids", "tables", "token_figures", "tokens", "training",
+           "validation")
 _OWNERS: dict[str, str] = {}  # public name -> the module that defines it, read from each module's __all__
 
 

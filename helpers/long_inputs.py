@@ -1,26 +1,22 @@
 """Inputs longer than the position table: windows, copied or interpolated rows, and how to compare them.
 
-Taught in "Build the layer yourself", section "My text is longer than 512 tokens". Two ways through: encode the
-text in windows that each fit the table (chunking, then pool), or give the model a longer table, its rows copied
-from the trained ones as Longformer did (Beltagy et al. 2020, §5) or interpolated between them (position
-interpolation, Chen et al. 2023).
+Taught in "Build the layer yourself", section "My text is longer than the position table". Two ways through:
+encode the text in windows that each fit the table (chunking, then pool), or give the model a longer table, its
+rows copied from the trained ones as Longformer did (Beltagy et al. 2020, §5) or stretched between them (the
+analogue for a learned table of position interpolation, which Chen et al. 2023 apply to rotary position indices).
 """
 
 from __future__ import annotations
 
 import copy
 
-import matplotlib.pyplot as plt
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.plots import HATCHES, MARKERS, OKABE_ITO, PART_COLOURS, _numpy
 from helpers.validation import check_allocation, ids_tensor, integer
 
-__all__ = ["copied_rows", "interpolated_rows", "with_position_table", "encode_in_windows", "chunk_means",
-           "token_distance", "retrieval_accuracy", "retrieval_bars"]
+__all__ = ["copied_rows", "interpolated_rows", "with_position_table", "encode_in_windows", "token_distance"]
 
 
 def _table(table) -> torch.Tensor:
@@ -40,11 +36,20 @@ def _length(length, table: torch.Tensor) -> int:
     return length
 
 
-def copied_rows(table: torch.Tensor, length: int) -> torch.Tensor:
-    """(positions, hidden) -> (length, hidden): row j is row j mod positions, the trained rows over and over."""
+def copied_rows(table: torch.Tensor, length: int, first: int = 0) -> torch.Tensor:
+    """(positions, hidden) -> (length, hidden): the table, then its rows first..positions-1 over and over.
+
+    first=0 is Longformer's copy; first=1 leaves row 0 (the row only [CLS] ever held) out of the copies.
+    """
     table = _table(table)
     length = _length(length, table)
-    return table[torch.arange(length) % table.shape[0]].clone()  # (length, hidden)
+    n = table.shape[0]
+    first = integer("first", first, minimum=0, hint=f": a row of the {n}-row table to start each copy at")
+    if first >= n:
+        raise ValueError(f"first must be a row of the {n}-row table, got {first}.")
+    j = torch.arange(length)
+    index = torch.where(j < n, j, first + (j - n) % (n - first))  # (length,)
+    return table[index].clone()  # (length, hidden)
 
 
 def interpolated_rows(table: torch.Tensor, length: int) -> torch.Tensor:
@@ -111,18 +116,6 @@ def encode_in_windows(model: nn.Module, ids, cls_id: int, sep_id: int, window: i
     return torch.cat(states)  # (length, hidden)
 
 
-def chunk_means(states: torch.Tensor, size: int) -> torch.Tensor:
-    """(length, hidden) -> (length // size, hidden): the mean of each run of `size` rows (a shorter tail dropped)."""
-    if not isinstance(states, torch.Tensor) or states.dim() != 2:
-        raise TypeError(f"states must be a (length, hidden) tensor, got {type(states).__name__} "
-                        f"{tuple(getattr(states, 'shape', ()))}.")
-    size = integer("size", size, minimum=1)
-    count = states.shape[0] // size
-    if count == 0:
-        raise ValueError(f"size {size} is longer than the {states.shape[0]} rows: no whole chunk.")
-    return states[: count * size].reshape(count, size, -1).mean(dim=1)  # (count, hidden)
-
-
 def token_distance(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
     """(length, hidden) twice -> (length,): 1 - cosine similarity of each pair of rows."""
     if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)):
@@ -131,31 +124,3 @@ def token_distance(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"token_distance needs two (length, hidden) tensors of one shape, got "
                          f"{tuple(first.shape)} and {tuple(second.shape)}.")
     return 1 - F.cosine_similarity(first, second, dim=-1)
-
-
-def retrieval_accuracy(queries: torch.Tensor, keys: torch.Tensor) -> float:
-    """Share of queries i whose most cosine-similar key is key i: (n, hidden) queries against (n, hidden) keys."""
-    if not (isinstance(queries, torch.Tensor) and isinstance(keys, torch.Tensor)):
-        raise TypeError("retrieval_accuracy takes two (n, hidden) tensors: queries and keys.")
-    if queries.shape != keys.shape or queries.dim() != 2 or queries.shape[0] == 0:
-        raise ValueError(f"queries and keys must be non-empty (n, hidden) tensors of one shape, got "
-                         f"{tuple(queries.shape)} and {tuple(keys.shape)}.")
-    similarity = F.normalize(queries, dim=-1) @ F.normalize(keys, dim=-1).T  # (n, n)
-    return float((similarity.argmax(dim=1) == torch.arange(len(queries))).float().mean())
-
-
-def retrieval_bars(scores: dict[str, object], chance: float, title: str = "", ylabel: str = "accuracy"):
-    """One bar per method (its mean), one dot per document, a dotted line at chance."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    for i, (name, values) in enumerate(scores.items()):
-        values = _numpy(values)
-        ax.bar(i, values.mean(), color=OKABE_ITO[i % len(OKABE_ITO)], hatch=HATCHES[i % len(HATCHES)],
-               edgecolor="white", alpha=0.8, label=name)
-        jitter = np.linspace(-0.15, 0.15, len(values))
-        ax.plot(i + jitter, values, MARKERS[i % len(MARKERS)], color="black", markersize=4, linestyle="none")
-    ax.axhline(chance, color=PART_COLOURS["other"], linestyle=":", linewidth=1)
-    ax.annotate(f"chance ({chance:.2g})", (0.0, chance), xycoords=("axes fraction", "data"), xytext=(4, 3),
-                textcoords="offset points", fontsize=8, color=PART_COLOURS["other"])
-    ax.set_xticks(range(len(scores)), list(scores))
-    ax.set(title=title, ylabel=ylabel, ylim=(0, 1.05))
-    return fig

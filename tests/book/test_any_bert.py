@@ -10,14 +10,17 @@ from helpers.checkpoint import packaged_dir
 from tools.book import any_bert
 
 
-@pytest.mark.parametrize("kind, width", [("width-96", 96), ("fresh-packaged-shapes", 384)])
-def test_each_checkpoint_is_an_untrained_bert_with_the_packaged_tokenizer(tmp_path, kind, width):
+@pytest.mark.parametrize("kind, width, rows", [("width-96", 96, 512), ("width-96-table-128", 96, 128),
+                                               ("fresh-packaged-shapes", 384, 512)])
+def test_each_checkpoint_is_an_untrained_bert_with_the_packaged_tokenizer(tmp_path, kind, width, rows):
     directory = any_bert.make_checkpoint(kind, tmp_path)
     model = BertModel.from_pretrained(directory, local_files_only=True)
     trained = BertModel.from_pretrained(packaged_dir(), local_files_only=True)
     assert model.config.hidden_size == width
     assert model.config.vocab_size == trained.config.vocab_size
-    assert model.config.max_position_embeddings == trained.config.max_position_embeddings
+    assert model.config.max_position_embeddings == rows  # 128: a table that is not the packaged 512 rows
+    assert model.embeddings.position_embeddings.num_embeddings == rows
+    assert trained.config.max_position_embeddings == 512
     gamma = model.embeddings.LayerNorm.weight
     assert torch.equal(gamma, torch.ones_like(gamma))  # as BertModel initialises it: nothing was trained
     std = model.embeddings.word_embeddings.weight.std().item()
@@ -27,7 +30,7 @@ def test_each_checkpoint_is_an_untrained_bert_with_the_packaged_tokenizer(tmp_pa
 
 
 def test_an_unknown_kind_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="'width-96' or 'fresh-packaged-shapes', got 'gpt2'"):
+    with pytest.raises(ValueError, match="'width-96', 'width-96-table-128', 'fresh-packaged-shapes', got 'gpt2'"):
         any_bert.make_checkpoint("gpt2", tmp_path)
 
 

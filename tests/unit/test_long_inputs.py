@@ -8,12 +8,9 @@ import torch
 from transformers import BertConfig, BertModel
 
 from helpers.long_inputs import (
-    chunk_means,
     copied_rows,
     encode_in_windows,
     interpolated_rows,
-    retrieval_accuracy,
-    retrieval_bars,
     token_distance,
     with_position_table,
 )
@@ -84,27 +81,12 @@ def test_windows_are_separate_inputs_and_none_is_one_input(tiny_bert):
     assert windows.shape == (17, 16)
 
 
-def test_chunk_means_match_numpy():
-    states = torch.randn(23, 5, dtype=torch.float64)
-    expected = states.numpy()[:20].reshape(4, 5, 5).mean(axis=1)
-    np.testing.assert_allclose(chunk_means(states, 5).numpy(), expected, rtol=0, atol=1e-15)  # float64, 5 terms
-
-
-def test_token_distance_and_retrieval_against_sklearn():
+def test_token_distance_against_sklearn():
     from sklearn.metrics.pairwise import cosine_similarity
 
     a, b = torch.randn(6, 8, dtype=torch.float64), torch.randn(6, 8, dtype=torch.float64)
     expected = 1 - np.diag(cosine_similarity(a.numpy(), b.numpy()))
     np.testing.assert_allclose(token_distance(a, b).numpy(), expected, rtol=0, atol=1e-12)  # float64, 8 terms
-    best = cosine_similarity(a.numpy(), b.numpy()).argmax(axis=1)
-    assert retrieval_accuracy(a, b) == pytest.approx(np.mean(best == np.arange(6)))  # a share of 6: exact
-    assert retrieval_accuracy(a, a + 1e-3 * b) == 1.0
-
-
-def test_retrieval_bars_draw_one_bar_per_method():
-    fig = retrieval_bars({"one": [0.5, 0.7], "two": [0.2, 0.4]}, chance=0.1)
-    assert len(fig.axes[0].patches) == 2
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["one", "two"]
 
 
 @pytest.mark.parametrize("call, error, words", [
@@ -118,9 +100,8 @@ def test_retrieval_bars_draw_one_bar_per_method():
     (lambda m: encode_in_windows(m, torch.ones(2, 5, dtype=torch.long), 1, 2), ValueError, "one text"),
     (lambda m: encode_in_windows(m, "some text", 1, 2), TypeError, "not text"),
     (lambda m: encode_in_windows(m, torch.ones(5, dtype=torch.long), 1, 2, window=2), ValueError, "window"),
-    (lambda m: chunk_means(torch.ones(3, 2), 4), ValueError, "no whole chunk"),
     (lambda m: token_distance(torch.ones(3, 2), torch.ones(4, 2)), ValueError, "one shape"),
-    (lambda m: retrieval_accuracy(torch.ones(0, 2), torch.ones(0, 2)), ValueError, "non-empty"),
+    (lambda m: copied_rows(torch.ones(3, 2), 5, first=-1), ValueError, "first"),
 ])
 def test_bad_input_is_refused_clearly(tiny_bert, call, error, words):
     with pytest.raises(error, match=words):

@@ -1,9 +1,10 @@
 """`python -m tools.book.any_bert`: build the whole book on two BERTs made on the fly; `make test-any-bert`.
 
-The book promises to build for any BERT. This makes two checkpoints nobody trained, a random BERT of width 96 and
-one with the packaged checkpoint's shapes but fresh weights, builds the book with each into its own folder (its
-own execution cache; both builds side by side, one per core), and checks that every page built, that no cell
-failed, and that the findings page gives a verdict for every finding. It prints how many findings hold.
+The book promises to build for any BERT. This makes three checkpoints nobody trained, a random BERT of width 96,
+the same with a position table of 128 rows instead of 512, and one with the packaged checkpoint's shapes but fresh
+weights, builds the book with each into its own folder (its own execution cache; the builds side by side), and
+checks that every page built, that no cell failed, and that the findings page gives a verdict for every finding.
+It prints how many findings hold.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from tools.book.toc import ROOT, toc_notebooks, toc_pages
 OUT = ROOT / "_build" / "any-bert"
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 WIDTH_96 = dict(hidden_size=96, num_hidden_layers=2, num_attention_heads=4, intermediate_size=192)
+KINDS = {"width-96": WIDTH_96, "width-96-table-128": {**WIDTH_96, "max_position_embeddings": 128},
+         "fresh-packaged-shapes": {}}
 
 
 def make_checkpoint(kind: str, directory: Path) -> Path:
-    """Save an untrained BertModel ('width-96' or 'fresh-packaged-shapes') with the packaged tokenizer files."""
+    """Save an untrained BertModel (a kind of KINDS) with the packaged tokenizer files."""
     import torch
     import transformers
     from transformers import BertConfig, BertModel
@@ -33,11 +36,9 @@ def make_checkpoint(kind: str, directory: Path) -> Path:
     from helpers.checkpoint import packaged_dir
 
     packaged = packaged_dir()
-    config = BertConfig.from_pretrained(packaged)
-    if kind == "width-96":
-        config = BertConfig(**{**config.to_dict(), **WIDTH_96})
-    elif kind != "fresh-packaged-shapes":
-        raise ValueError(f"kind is 'width-96' or 'fresh-packaged-shapes', got {kind!r}")
+    if kind not in KINDS:
+        raise ValueError(f"kind is one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+    config = BertConfig(**{**BertConfig.from_pretrained(packaged).to_dict(), **KINDS[kind]})
     torch.manual_seed(0)
     transformers.utils.logging.disable_progress_bar()
     BertModel(config).save_pretrained(directory)
@@ -100,17 +101,17 @@ def run_notebook(path: Path, kind: str) -> list[str]:
 def main() -> int:
     """Build the book on both checkpoints; print each build's time and verdicts; exit 1 on any problem.
 
-    `python -m tools.book.any_bert book/<chapter>.ipynb [width-96|fresh-packaged-shapes]` runs one chapter instead.
+    `python -m tools.book.any_bert book/<chapter>.ipynb [kind ...]` runs one chapter instead (kinds: KINDS).
     """
     if len(sys.argv) > 1:
-        kinds = sys.argv[2:] or ["width-96", "fresh-packaged-shapes"]
+        kinds = sys.argv[2:] or list(KINDS)
         errors = {kind: run_notebook(Path(sys.argv[1]).resolve(), kind) for kind in kinds}
         for kind, problems in errors.items():
             print(f"any_bert: {sys.argv[1]} on {kind}: {problems[0] if problems else 'ran without an error'}\n")
         return 1 if any(errors.values()) else 0
     expected = sum(len(stored_findings(path)) for path in toc_notebooks() if path.stem != "findings")
     start = time.monotonic()
-    builds = {kind: start_build(kind) for kind in ("width-96", "fresh-packaged-shapes")}
+    builds = {kind: start_build(kind) for kind in KINDS}
     failed = False
     for kind, (process, folder) in builds.items():
         problems = problems_with(folder, process.wait(), expected)
