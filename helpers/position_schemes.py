@@ -12,7 +12,7 @@ from helpers import validation
 from helpers.relative_positions import alibi_slopes, t5_buckets
 from helpers.scratch import ScratchEmbeddings
 
-__all__ = ["SCHEMES", "MASKS", "rope_rotate", "alibi_matrix", "T5Bias", "SchemeAttention", "TinyTransformer"]
+__all__ = ["SCHEMES", "MASKS", "rope_rotate"]
 
 # scheme -> (what ScratchEmbeddings adds to the token vectors, what attention adds to its logits)
 SCHEMES = {

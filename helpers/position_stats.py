@@ -13,9 +13,8 @@ from scipy import stats
 
 from helpers.relative_positions import t5_buckets
 
-__all__ = ["cell_key", "rates", "interval", "paired_gap", "seed_test", "holm", "verdict", "untrained_bucket_share",
-           "trained_pair_share", "contrast_list", "judge_contrasts", "as_text", "contrast_rows", "state",
-           "CLAIM_GAP", "RESAMPLES"]
+__all__ = ["CONTRAST_HEAD", "cell_key", "rates", "interval", "as_text", "judge_contrasts", "contrast_rows", "state",
+           "untrained_bucket_share"]
 
 CLAIM_GAP = 0.05  # the smallest gap the chapter calls a difference (three quarters of chance, 1/15)
 RESAMPLES = 2000
@@ -143,16 +142,15 @@ def contrast_list(results: dict) -> list[tuple[str, tuple[str, str], tuple[str, 
     each ablation against its base."""
     L = results["config"]["train_length"]
     tasks = sorted({key.split("|")[2] for key in results["cells"]})
-    n2, n4 = 2 * L, 4 * L
+    n4 = 4 * L
     family = []
     for mask in ("bidirectional", "causal"):
         for task in tasks:
             others = ("sinusoid", "t5", "alibi", "rope") + (("none",) if mask == "causal" else ())
             for scheme in others:
-                for n in (n2, n4):
-                    family.append((f"{scheme} - learned | {mask} | {task} | past L at {n}",
-                                   (cell_key(scheme, mask, task), "plain"), (cell_key("learned", mask, task), "plain"),
-                                   n, "past"))
+                family.append((f"{scheme} - learned | {mask} | {task} | past L at {n4}",
+                               (cell_key(scheme, mask, task), "plain"), (cell_key("learned", mask, task), "plain"),
+                               n4, "past"))
             for scheme in ("t5", "rope", "alibi"):
                 for control in ("window", "far", "clamp"):
                     key = cell_key(scheme, mask, task)
@@ -178,17 +176,33 @@ def contrast_list(results: dict) -> list[tuple[str, tuple[str, str], tuple[str, 
     return family
 
 
+def family_of(name: str) -> str:
+    """Which of the four lists a contrast belongs to; Holm's correction runs within each."""
+    head = name.split(" | ")[0]
+    if head.endswith("- learned"):
+        return "schemes"
+    if head.endswith("- plain"):
+        return "controls"
+    if "encoder - decoder" in head:
+        return "masks"
+    return "ablations"
+
+
 def judge_contrasts(results: dict) -> dict[str, dict]:
-    """Every contrast of the family: gap, bootstrap and seed intervals, Holm-adjusted p and the verdict."""
+    """Every contrast of the family: gap, bootstrap and seed intervals, Holm-adjusted p (within its list, and
+    over every list at once, reported) and the verdict (from the first)."""
     rows = {}
     for name, (first, c1), (second, c2), n, part in contrast_list(results):
         a, b = rates(results, first, n, part, c1), rates(results, second, n, part, c2)
         gap, boot_low, boot_high = paired_gap(a, b)
         _, low, high, p = seed_test(a, b)
         rows[name] = {"gap": gap, "boot": (boot_low, boot_high), "seeds": (low, high), "p": p}
-    adjusted = holm({name: row["p"] for name, row in rows.items()})
+    adjusted = {}
+    for family in {family_of(name) for name in rows}:
+        adjusted |= holm({name: row["p"] for name, row in rows.items() if family_of(name) == family})
+    everything = holm({name: row["p"] for name, row in rows.items()})
     for name, row in rows.items():
-        row["p_holm"] = adjusted[name]
+        row["p_holm"], row["p_holm_all"] = adjusted[name], everything[name]
         row["verdict"] = verdict(row["gap"], row["seeds"], row["boot"], adjusted[name])
     return rows
 
@@ -204,7 +218,10 @@ CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "Holm p", "verdict
 
 def contrast_rows(judged: dict, words) -> list[list[str]]:
     """Table rows (CONTRAST_HEAD) of the judged contrasts whose name contains every one of `words`."""
-    return [[name.split(" | ")[0], " | ".join(name.split(" | ")[1:]), f"{row['gap']:+.2f}",
+    def plain(text: str) -> str:
+        return text.replace("bidirectional", "encoder").replace("causal", "decoder").replace(" at 64", " at 4L")
+
+    return [[plain(name.split(" | ")[0]), plain(" | ".join(name.split(" | ")[1:])), f"{row['gap']:+.2f}",
              f"{row['seeds'][0]:+.2f} to {row['seeds'][1]:+.2f}", f"{row['p_holm']:.3f}", row["verdict"]]
             for name, row in judged.items() if all(word in name for word in words)]
 
@@ -216,7 +233,7 @@ def state(results: dict, judged: dict, name: str, contrast: str, expect: str, cl
     spec = {entry[0]: entry[1:] for entry in contrast_list(results)}
     (first, c1), (second, c2), n, part = spec[contrast]
     row = judged[contrast]
-    numbers = {"a": f"{rates(results, first, n, part, c1).mean():.2f}", "value": "{value}",
+    numbers = {"a": f"{rates(results, first, n, part, c1).mean():.2f}", "value": "{value}", "verdict": row["verdict"],
                "b": f"{rates(results, second, n, part, c2).mean():.2f}",
                "lo": f"{row['seeds'][0]:.2f}", "hi": f"{row['seeds'][1]:.2f}"}
     finding(name, row["verdict"] == expect, f"{abs(row['gap']):.2f}", claim=claim.format(**numbers),

@@ -20,8 +20,7 @@ from helpers import validation
 from helpers.position_schemes import MASKS, SCHEMES, TinyTransformer
 from helpers.position_stats import cell_key, trained_pair_share
 
-__all__ = ["TrainConfig", "TASKS", "VARIANTS", "make_batch", "train", "evaluate", "run_cell", "sweep_cells",
-           "cell_key", "load_results"]
+__all__ = ["TrainConfig", "TASKS", "make_batch", "build", "train", "evaluate", "load_results"]
 
 RESULTS_PATH = Path(__file__).resolve().parent / "data" / "train_positions_results.json"
 TASKS = ("copy-back", "position-3")
