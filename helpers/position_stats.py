@@ -233,8 +233,9 @@ def state(results: dict, judged: dict, name: str, contrast: str, expect: str, cl
     spec = {entry[0]: entry[1:] for entry in contrast_list(results)}
     (first, c1), (second, c2), n, part = spec[contrast]
     row = judged[contrast]
+    low, high = row["seeds"] if expect != "lower" else (-row["seeds"][1], -row["seeds"][0])  # as the gap is told
     numbers = {"a": f"{rates(results, first, n, part, c1).mean():.2f}", "value": "{value}", "verdict": row["verdict"],
                "b": f"{rates(results, second, n, part, c2).mean():.2f}",
-               "lo": f"{row['seeds'][0]:.2f}", "hi": f"{row['seeds'][1]:.2f}"}
+               "lo": f"{low:.2f}", "hi": f"{high:.2f}"}
     finding(name, row["verdict"] == expect, f"{abs(row['gap']):.2f}", claim=claim.format(**numbers),
             contrary=contrary.format(**numbers))
