@@ -52,9 +52,9 @@ def row_norms_figure(norms, initial_norms, train_length: int):
     """Norm of each learned position row after training and at initialisation; a line at L, named in the legend."""
     fig, ax = plt.subplots(figsize=(8.0, 3.0), layout="constrained")
     positions = range(len(norms))
-    ax.plot(positions, initial_norms, color=OKABE_ITO[1], linestyle="--", marker="s", markersize=3,
-            label="at initialisation")
     ax.plot(positions, norms, color=OKABE_ITO[0], marker="o", markersize=3, label="after training")
+    ax.plot(positions, initial_norms, color=OKABE_ITO[1], linestyle="none", marker="s", markersize=7,
+            fillstyle="none", label="at initialisation")  # hollow and on top: visible where the two coincide
     ax.axvline(train_length - 0.5, color="#6b6b6b", linestyle=":", label="training length L")
     ax.set(xlabel="position", ylabel="norm of the row", title="Learned position rows, trained and untrained")
     fig.legend(frameon=False, fontsize=8, loc="outside right center")

@@ -44,7 +44,8 @@ def test_position_accuracy_is_the_mean_over_seeds_and_rows_and_the_figure_has_a_
     assert len(panels) == len(MASKS) * len(TASKS)
     assert all(ax.images[0].get_array().shape == (len(SCHEMES), 64) for ax in panels)
     fig = row_norms_figure(np.ones(64), np.ones(64), 16)
-    assert [t.get_text() for t in fig.legends[0].get_texts()][-1] == "training length L"
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["after training", "at initialisation",
+                                                               "training length L"]
 
 
 def test_every_contrast_names_trained_cells_and_falls_in_one_of_four_lists():
