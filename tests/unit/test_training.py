@@ -87,7 +87,8 @@ def test_evaluate_counts_right_answers_by_part_like_a_loop():
 def test_a_regeneration_agrees_with_the_results_file_within_the_seed_spread(cell):
     stored = load_results()
     assert stored["config"] == training.asdict(TrainConfig()) | {"test_lengths": list(TrainConfig().test_lengths)}
-    again = {"cells": {cell_key(*cell): run_cell(*cell, seed=stored["seeds"][0])}}
+    scored = run_cell(*cell, seed=stored["seeds"][0])  # {control: scores}: one seed
+    again = {"cells": {cell_key(*cell): {control: [scores] for control, scores in scored.items()}}}
     again |= {"config": stored["config"], "variants": stored["variants"]}
     key = cell_key(*cell)
     for control in stored["cells"][key]:
