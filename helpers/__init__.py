@@ -16,8 +16,10 @@
     scratch             BERT's embedding layer built from torch.nn parts (build it yourself; train it)
     long_inputs         texts longer than the position table: windows, copied or interpolated rows (build it yourself)
     long_retrieval      scoring the ways through: held-out sentences, band contrast, paired intervals (build it)
-    position_schemes    seven position schemes as one switch in a tiny transformer: RoPE, ALiBi, T5 bias (train it)
-    training            order tasks, the training loop, the seed sweep and its figures (train it)
+    position_schemes    six position schemes, encoder or decoder, as switches in a tiny transformer (train it)
+    training            order tasks, the training loop, the test-time controls, the seed sweep (train it)
+    position_stats      scoring past L, paired intervals over seeds and rows, Holm, the claim rule (train it)
+    train_figures       accuracy at every position for every scheme; the learned rows' norms (train it)
     findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)
     plots               the house style and the figure primitives more than one chapter draws
     tables              the one table type: HTML or Markdown in the book, plain text for nbval
@@ -35,9 +37,9 @@ from importlib import import_module
 from pathlib import Path
 
 MODULES = ("anatomy", "checkpoint", "families", "findings", "input_layers", "layernorm", "long_inputs",
-           "long_retrieval", "notebook", "plots", "position_figures", "position_rows", "position_schemes", "positions",
-           "relative_positions", "scratch", "segments", "sinusoids", "tables", "token_figures", "tokens", "training",
-           "validation")
+           "long_retrieval", "notebook", "plots", "position_figures", "position_rows", "position_schemes",
+           "position_stats", "positions", "relative_positions", "scratch", "segments", "sinusoids", "tables",
+           "token_figures", "tokens", "train_figures", "training", "validation")
 _OWNERS: dict[str, str] = {}  # public name -> the module that defines it, read from each module's __all__
 
 

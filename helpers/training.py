@@ -1,4 +1,4 @@
-"""Train the tiny transformer on order tasks, test it on longer inputs, sweep schemes x tasks x seeds (train it).
+"""Train the tiny transformer on order tasks, score it on longer inputs, sweep the grid and its controls (train it).
 
 `python -m helpers.training` (or `make experiments`) regenerates helpers/data/train_positions_results.json,
 which ships inside the package: the chapter reads it wherever helpers is installed (Colab's wheel included).
@@ -7,26 +7,28 @@ which ships inside the package: the chapter reads it wherever helpers is install
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing
-import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import torch
 from torch.nn import functional as F
 
 from helpers import validation
-from helpers.plots import LINE_STYLES, MARKERS, OKABE_ITO
-from helpers.position_schemes import SCHEMES, TinyTransformer
+from helpers.position_schemes import MASKS, SCHEMES, TinyTransformer
+from helpers.position_stats import cell_key, trained_pair_share
 
-__all__ = ["TrainConfig", "make_batch", "train", "accuracy", "load_results", "summarise", "clear_gap",
-           "accuracy_curves", "row_norms_figure"]
+__all__ = ["TrainConfig", "TASKS", "make_batch", "build", "train", "evaluate", "load_results"]
 
 RESULTS_PATH = Path(__file__).resolve().parent / "data" / "train_positions_results.json"
 TASKS = ("copy-back", "position-3")
 IGNORE = -100  # cross_entropy's ignore_index: positions with no answer
+# One change each from the base sizes: the ALiBi ablations and T5's shared table
+VARIANTS = {"base": {}, "shared-table": {"shared_t5": True}, "t5-init": {"t5_init_std": 32 ** -0.5},
+            "steep-slopes": {"alibi_steep": True}, "heads-8": {"heads": 8}, "blocks-3": {"layers": 3},
+            "k-1": {"shift": 1}, "steps-800": {"steps": 800}, "directional": {"alibi_right": 4.0}}
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,12 @@ class TrainConfig:
     batch_size: int = 32
     lr: float = 3e-3
     test_lengths: tuple[int, ...] = (16, 32, 64)  # L, 2L, 4L
-    test_batches: int = 4
+    test_rows: int = 48  # fresh rows per test length, the same for every model
+    test_seed: int = 1234
+    shared_t5: bool = False  # the ablations below change one thing each (VARIANTS)
+    t5_init_std: float | None = None
+    alibi_steep: bool = False
+    alibi_right: float = 1.0
 
 
 def make_batch(task: str, batch_size: int, length: int, config: TrainConfig,
@@ -64,12 +71,21 @@ def make_batch(task: str, batch_size: int, length: int, config: TrainConfig,
     return ids, targets
 
 
-def train(scheme: str, task: str, seed: int, config: TrainConfig = TrainConfig()) -> TinyTransformer:
-    """Adam on cross-entropy, one random length <= L per step; seeded, deterministic on one CPU."""
+def build(scheme: str, mask: str, config: TrainConfig) -> TinyTransformer:
+    """The untrained model for one run (call torch.manual_seed first to fix its start)."""
+    return TinyTransformer(scheme, config.vocab_size, config.hidden, config.heads, config.layers,
+                           max_positions=max(config.test_lengths), mask=mask, shared_t5=config.shared_t5,
+                           t5_init_std=config.t5_init_std, alibi_steep=config.alibi_steep,
+                           alibi_right=config.alibi_right)
+
+
+def train(scheme: str, mask: str, task: str, seed: int, config: TrainConfig = TrainConfig()) -> TinyTransformer:
+    """Adam on cross-entropy, one random length <= L per step; seeded, deterministic on one CPU.
+
+    The same seed gives every scheme the same stream of training batches."""
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(seed)
-    model = TinyTransformer(scheme, config.vocab_size, config.hidden, config.heads, config.layers,
-                            max_positions=max(config.test_lengths))
+    model = build(scheme, mask, config)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)  # no weight decay: unused rows stay put
     for _ in range(config.steps):
@@ -83,43 +99,92 @@ def train(scheme: str, task: str, seed: int, config: TrainConfig = TrainConfig()
 
 
 @torch.no_grad()
-def accuracy(model: TinyTransformer, task: str, length: int, config: TrainConfig = TrainConfig(),
-             seed: int = 1234) -> float:
-    """Share of answered positions predicted right, on fresh sequences of one length."""
-    generator = torch.Generator().manual_seed(seed)
-    right = total = 0
-    for _ in range(config.test_batches):
-        ids, targets = make_batch(task, config.batch_size, length, config, generator)
-        answered = targets != IGNORE
-        right += int((model(ids).argmax(-1) == targets)[answered].sum())
-        total += int(answered.sum())
-    return right / total
+def evaluate(model: TinyTransformer, task: str, config: TrainConfig = TrainConfig()) -> dict:
+    """Right answers per test row, split where the claim needs them.
+
+    {"16": {"in": [...]}, "32": {"in": [...], "past": [...]}, ..., "by_position": [...]}: "in" counts the
+    query positions shift .. L-1 answered right in each row, "past" the positions L .. n-1; "by_position" counts,
+    at the longest length, the rows answered right at each position. Every model meets the same rows."""
+    L, k = config.train_length, config.shift
+    scores: dict = {}
+    for n in config.test_lengths:
+        generator = torch.Generator().manual_seed(config.test_seed + n)
+        ids, targets = make_batch(task, config.test_rows, n, config, generator)
+        right = (model(ids).argmax(-1) == targets) & (targets != IGNORE)  # (rows, n)
+        scores[str(n)] = {"in": right[:, k:L].sum(1).tolist()}
+        if n > L:
+            scores[str(n)]["past"] = right[:, L:].sum(1).tolist()
+        if n == max(config.test_lengths):
+            scores["by_position"] = right.sum(0).tolist()
+    return scores
 
 
-def run_cell(scheme: str, task: str, seed: int, config: TrainConfig = TrainConfig()) -> dict[str, float]:
-    """Train one model, return its accuracy at each test length: {"16": ..., "32": ..., "64": ...}."""
-    model = train(scheme, task, seed, config)
-    return {str(n): accuracy(model, task, n, config) for n in config.test_lengths}
+def controls_for(scheme: str, task: str, config: TrainConfig, causal: bool) -> dict[str, dict]:
+    """The test-time controls a cell is scored under besides "plain" (one change each, same weights)."""
+    controls: dict[str, dict] = {"plain": {}}
+    if scheme in ("t5", "rope", "alibi") and task == "copy-back":
+        controls["window"] = {"window": config.train_length}  # no offset training never saw
+        controls["far"] = {"far": (config.train_length, config.shift)}  # no more keys than training had
+    if scheme == "t5":  # every offset clipped to the longest one training met in at least 1% of its pairs
+        share = trained_pair_share(config.train_length, config.shift, causal)
+        controls["clamp"] = {"t5_clamp": int((share >= 0.01).nonzero().max())}
+    return controls
 
 
-def _one_thread_cell(cell: tuple) -> dict[str, float]:
+def run_cell(scheme: str, mask: str, task: str, variant: str, seed: int,
+             config: TrainConfig = TrainConfig()) -> dict[str, dict]:
+    """Train one model, score it plainly and under each of its test-time controls."""
+    config = dataclasses.replace(config, **VARIANTS[variant])
+    model = train(scheme, mask, task, seed, config)
+    scored = {}
+    for control, settings in controls_for(scheme, task, config, mask == "causal").items():
+        model.set_controls(**settings)
+        scored[control] = evaluate(model, task, config)
+    model.set_controls()
+    return scored
+
+
+def sweep_cells() -> list[tuple[str, str, str, str]]:
+    """Every (scheme, mask, task, variant) the sweep trains: the grid, then T5's and ALiBi's one-change ablations."""
+    cells = [(s, m, t, "base") for t in TASKS for m in MASKS for s in SCHEMES]
+    cells += [("t5", "causal", "copy-back", "shared-table")] + [("t5", m, "copy-back", "t5-init") for m in MASKS]
+    cells += [("alibi", "bidirectional", "copy-back", "directional")]
+    cells += [("alibi", "causal", "copy-back", v) for v in ("steep-slopes", "heads-8", "blocks-3", "k-1",
+                                                             "steps-800")]
+    return cells
+
+
+def _one_thread_job(job: tuple) -> tuple:
     torch.set_num_threads(1)
-    return run_cell(*cell)
+    return job[:5], run_cell(*job)
 
 
-def sweep(schemes=tuple(SCHEMES), tasks=TASKS, seeds=(0, 1, 2), config: TrainConfig = TrainConfig(),
-          jobs: int = 1) -> dict:
-    """Every scheme x task x seed: {"config": ..., "accuracy": {task: {scheme: {length: [per seed]}}}}.
+def sweep(cells=None, seeds=range(5), config: TrainConfig = TrainConfig(), jobs: int = 1,
+          log: Path | None = None) -> dict:
+    """Every cell x seed: {"config", "seeds", "variants", "cells": {key: {control: [per seed scores]}}}.
 
-    Cells are independent and seeded, so `jobs` processes give the same numbers as one."""
-    cells = [(scheme, task, seed, config) for task in tasks for scheme in schemes for seed in seeds]
+    The encoder without positions is permutation-equivariant (chance by construction): 2 seeds, a sanity check.
+    Jobs are independent and seeded, so `jobs` processes give the same numbers as one; `log` gets one line per
+    finished job (a partial sweep can be read back)."""
+    cells = sweep_cells() if cells is None else cells
+    seeds = list(seeds)
+    work = [(*cell, seed, config) for cell in cells
+            for seed in (seeds[:2] if cell[:2] == ("none", "bidirectional") else seeds)]
+    cost = {"blocks-3": 1.5, "steps-800": 2}  # the longest first keeps both processes busy to the end
+    work.sort(key=lambda job: -cost.get(job[3], 1))
+    done = {}
     with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        results = pool.map(_one_thread_cell, cells)
-    table = {task: {scheme: {str(n): [] for n in config.test_lengths} for scheme in schemes} for task in tasks}
-    for (scheme, task, _, _), result in zip(cells, results, strict=True):
-        for length, value in result.items():
-            table[task][scheme][length].append(value)
-    return {"config": asdict(config), "seeds": list(seeds), "accuracy": table}
+        for job, scores in pool.imap_unordered(_one_thread_job, work):
+            done[job] = scores
+            if log is not None:
+                with open(log, "a") as out:
+                    out.write(json.dumps([job, scores]) + "\n")
+    table: dict = {}
+    for cell in cells:
+        for seed in seeds:
+            for control, scores in done.get((*cell, seed), {}).items():
+                table.setdefault(cell_key(*cell), {}).setdefault(control, []).append(scores)
+    return {"config": asdict(config), "seeds": seeds, "variants": VARIANTS, "cells": table}
 
 
 def load_results(path: Path = RESULTS_PATH) -> dict:
@@ -127,62 +192,18 @@ def load_results(path: Path = RESULTS_PATH) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def summarise(results: dict) -> dict[tuple[str, str, int], tuple[float, float]]:
-    """(task, scheme, length) -> (mean, standard deviation over seeds) of the accuracy."""
-    return {(task, scheme, int(length)): (statistics.mean(values), statistics.stdev(values))
-            for task, by_scheme in results["accuracy"].items()
-            for scheme, by_length in by_scheme.items() for length, values in by_length.items()}
-
-
-def clear_gap(summary: dict, first: tuple, second: tuple, times: float = 3.0) -> tuple[float, bool]:
-    """Mean accuracy of cell `first` minus cell `second`, and whether it exceeds `times` the larger seed spread
-    (and 0.05, a floor for spreads near zero)."""
-    (mean_a, spread_a), (mean_b, spread_b) = summary[first], summary[second]
-    gap = mean_a - mean_b
-    return gap, bool(gap > max(times * max(spread_a, spread_b), 0.05))
-
-
-def accuracy_curves(summary: dict, tasks=TASKS, schemes=tuple(SCHEMES)):
-    """Accuracy against test length, one panel per task, one line per scheme (mean, bars: seed spread)."""
-    fig, axes = plt.subplots(1, len(tasks), figsize=(8.0, 3.4), sharey=True, layout="constrained")
-    for ax, task in zip(axes, tasks, strict=True):
-        for i, scheme in enumerate(schemes):
-            lengths = sorted(n for (t, s, n) in summary if t == task and s == scheme)
-            means, spreads = zip(*(summary[task, scheme, n] for n in lengths), strict=True)
-            ax.errorbar(lengths, means, yerr=spreads, label=scheme, color=OKABE_ITO[i], marker=MARKERS[i],
-                        linestyle=LINE_STYLES[i % len(LINE_STYLES)], capsize=3)
-        ax.set(title=task, xlabel="test length (tokens)", xscale="log", ylim=(0, 1.05))
-        ax.set_xticks(lengths, [str(n) for n in lengths])
-        ax.minorticks_off()
-    axes[0].set_ylabel("accuracy")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize=8, frameon=False)
-    return fig
-
-
-def row_norms_figure(norms, initial_norms, train_length: int):
-    """Norm of each learned position row after training and at initialisation; a dashed line at L."""
-    fig, ax = plt.subplots(figsize=(8.0, 3.0))
-    positions = range(len(norms))
-    ax.plot(positions, initial_norms, color=OKABE_ITO[1], linestyle="--", marker="s", markersize=3,
-            label="at initialisation")
-    ax.plot(positions, norms, color=OKABE_ITO[0], marker="o", markersize=3, label="after training")
-    ax.axvline(train_length - 0.5, color="#6b6b6b", linestyle=":")
-    ax.annotate("training length L", (train_length, max(norms.max(), initial_norms.max())), fontsize=9)
-    ax.set(xlabel="position", ylabel="norm of the row", title="Learned position rows, trained and untrained")
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
-    return fig
-
-
 def main(argv=None) -> None:
     """CLI: run the whole sweep and write it as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=RESULTS_PATH)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1, help="processes, one thread each")
     args = parser.parse_args(argv)
-    results = sweep(seeds=tuple(range(args.seeds)), jobs=args.jobs)
+    log = args.out.with_suffix(".log.jsonl")
+    results = sweep(seeds=range(args.seeds), jobs=args.jobs, log=log)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    args.out.write_text(json.dumps(results, separators=(",", ":")) + "\n")
+    log.unlink()
     print(f"wrote {args.out}")
 
 

@@ -1,17 +1,18 @@
-"""helpers.training: the tasks' answers, determinism, untouched rows, and the results file against a regeneration."""
+"""helpers.training: the tasks' answers, paired data streams, untouched rows, scoring, and the results file
+against a regeneration."""
 
 from __future__ import annotations
 
-import json
 import statistics
 
 import pytest
 import torch
 
-from helpers.position_schemes import TinyTransformer
-from helpers.training import RESULTS_PATH, TrainConfig, make_batch, run_cell, train
+from helpers import training
+from helpers.position_stats import cell_key, rates
+from helpers.training import TrainConfig, build, evaluate, load_results, make_batch, run_cell, train
 
-SMALL = TrainConfig(steps=5, batch_size=4)
+SMALL = TrainConfig(steps=5, batch_size=4, test_rows=3)
 
 
 def test_answers_are_the_symbol_k_back_and_the_symbol_at_k():
@@ -33,13 +34,29 @@ def test_bad_task_or_length_is_a_clear_error():
         make_batch("copy-back", 2, SMALL.shift, SMALL, torch.Generator())
 
 
+def test_every_scheme_trains_on_the_same_batches_for_one_seed(monkeypatch):
+    seen = {}
+    real = training.make_batch
+
+    def recording(*args):
+        ids, targets = real(*args)
+        seen.setdefault(scheme, []).append(ids)
+        return ids, targets
+
+    monkeypatch.setattr(training, "make_batch", recording)
+    for scheme in ("learned", "t5", "rope"):
+        train(scheme, "causal", "copy-back", 7, SMALL)
+    for scheme in ("t5", "rope"):
+        assert all(torch.equal(a, b) for a, b in zip(seen["learned"], seen[scheme], strict=True)), scheme
+
+
 def test_training_is_deterministic_and_leaves_rows_past_l_at_their_initial_values():
-    first, second = train("learned", "copy-back", 3, SMALL), train("learned", "copy-back", 3, SMALL)
+    first = train("learned", "bidirectional", "copy-back", 3, SMALL)
+    second = train("learned", "bidirectional", "copy-back", 3, SMALL)
     for (name, a), (_, b) in zip(first.named_parameters(), second.named_parameters(), strict=True):
         assert torch.equal(a, b), name
     torch.manual_seed(3)  # the same initialisation, never trained
-    fresh = TinyTransformer("learned", SMALL.vocab_size, SMALL.hidden, SMALL.heads, SMALL.layers,
-                            max(SMALL.test_lengths))
+    fresh = build("learned", "bidirectional", SMALL)
     trained_rows = first.embeddings.position_embeddings.weight
     initial_rows = fresh.embeddings.position_embeddings.weight
     L = SMALL.train_length
@@ -47,12 +64,37 @@ def test_training_is_deterministic_and_leaves_rows_past_l_at_their_initial_value
     assert not torch.equal(trained_rows[:L], initial_rows[:L])
 
 
-@pytest.mark.parametrize("scheme, task", [("none-bidir", "copy-back"), ("rope", "copy-back")])
-def test_a_regeneration_agrees_with_the_results_file_within_the_seed_spread(scheme, task):
-    stored = json.loads(RESULTS_PATH.read_text())
-    assert stored["config"] == json.loads(json.dumps(TrainConfig().__dict__))  # the file came from these sizes
-    again = run_cell(scheme, task, seed=stored["seeds"][0])
-    for length, per_seed in stored["accuracy"][task][scheme].items():
-        spread = statistics.stdev(per_seed)
-        # another CPU's kernels change float rounding and so the training path: allow 3 seed spreads (at least 0.05)
-        assert abs(again[length] - per_seed[0]) <= max(3 * spread, 0.05), (length, again[length], per_seed)
+def test_evaluate_counts_right_answers_by_part_like_a_loop():
+    torch.manual_seed(0)
+    model = build("rope", "causal", SMALL).eval()
+    scores = evaluate(model, "copy-back", SMALL)
+    L, k = SMALL.train_length, SMALL.shift
+    for n in SMALL.test_lengths:
+        ids, targets = make_batch("copy-back", SMALL.test_rows, n, SMALL,
+                                  torch.Generator().manual_seed(SMALL.test_seed + n))
+        with torch.no_grad():
+            guess = model(ids).argmax(-1)
+        for row in range(SMALL.test_rows):
+            right = [int(guess[row, i] == targets[row, i]) for i in range(n)]
+            assert scores[str(n)]["in"][row] == sum(right[k:L])
+            if n > L:
+                assert scores[str(n)]["past"][row] == sum(right[L:])
+    assert len(scores["by_position"]) == max(SMALL.test_lengths)
+
+
+@pytest.mark.parametrize("cell", [("rope", "bidirectional", "copy-back", "base"),
+                                  ("t5", "causal", "copy-back", "base")])
+def test_a_regeneration_agrees_with_the_results_file_within_the_seed_spread(cell):
+    stored = load_results()
+    assert stored["config"] == training.asdict(TrainConfig()) | {"test_lengths": list(TrainConfig().test_lengths)}
+    scored = run_cell(*cell, seed=stored["seeds"][0])  # {control: scores}: one seed
+    again = {"cells": {cell_key(*cell): {control: [scores] for control, scores in scored.items()}}}
+    again |= {"config": stored["config"], "variants": stored["variants"]}
+    key = cell_key(*cell)
+    for control in stored["cells"][key]:
+        for n, part in ((16, "in"), (32, "past"), (64, "past")):
+            per_seed = rates(stored, key, n, part, control).mean(axis=1)
+            value = float(rates(again, key, n, part, control).mean())
+            # another CPU's kernels change float rounding and so the training path: 3 seed spreads (at least 0.05)
+            limit = max(3 * statistics.stdev(per_seed), 0.05)
+            assert abs(value - per_seed[0]) <= limit, (control, n, part, value, per_seed)

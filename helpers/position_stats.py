@@ -1,0 +1,241 @@
+"""Scoring the position sweep: accuracies by part of the input, paired bootstrap intervals, the claim rule (train it).
+
+A cell of the results file holds, for each seed, the right answers per test row; every model met the same rows,
+and the same seed gave every scheme the same start of its random stream and the same training batches, so two
+cells are paired by (seed, row).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy import stats
+
+from helpers.relative_positions import t5_buckets
+
+__all__ = ["CONTRAST_HEAD", "cell_key", "rates", "interval", "as_text", "judge_contrasts", "contrast_rows", "state",
+           "untrained_bucket_share"]
+
+CLAIM_GAP = 0.05  # the smallest gap the chapter calls a difference (three quarters of chance, 1/15)
+RESAMPLES = 2000
+
+
+def _positions(config: dict, length: int, part: str) -> int:
+    if part == "in":
+        return config["train_length"] - config["shift"]
+    if part == "past":
+        if length <= config["train_length"]:
+            raise ValueError(f"a test length of {length} has no positions past L = {config['train_length']}")
+        return length - config["train_length"]
+    raise ValueError(f"part must be 'in' (positions shift .. L-1) or 'past' (L .. n-1), got {part!r}")
+
+
+def cell_key(scheme: str, mask: str, task: str, variant: str = "base") -> str:
+    """The results file's key of one cell: 'scheme|mask|task|variant'."""
+    return "|".join((scheme, mask, task, variant))
+
+
+def rates(results: dict, key: str, length: int, part: str, control: str = "plain") -> np.ndarray:
+    """Accuracy of each (seed, test row) in one cell: (seeds, rows); part "in" (before L) or "past" (from L on)."""
+    if key not in results["cells"]:
+        raise KeyError(f"no cell {key!r} in the results; cells look like 'rope|causal|copy-back|base'")
+    per_seed = results["cells"][key].get(control)
+    if per_seed is None:
+        raise KeyError(f"cell {key!r} has no control {control!r}: it has {sorted(results['cells'][key])}")
+    config = dict(results["config"], **results["variants"][key.split("|")[3]])
+    positions = _positions(config, length, part)  # checks part and length first
+    counts = np.array([scores[str(length)][part] for scores in per_seed], dtype=float)
+    return counts / positions
+
+
+def _bootstrap(matrix: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Means of `resamples` two-way resamples: seeds and rows drawn with replacement, independently."""
+    seeds, rows = matrix.shape
+    rng = np.random.default_rng(seed)
+    pick_seeds = rng.integers(0, seeds, (resamples, seeds))
+    pick_rows = rng.integers(0, rows, (resamples, rows))
+    return matrix[pick_seeds[:, :, None], pick_rows[:, None, :]].mean(axis=(1, 2))
+
+
+def interval(matrix, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of a (seeds, rows) matrix and its 95% two-way percentile bootstrap interval."""
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim != 2 or min(matrix.shape) < 2:
+        raise ValueError(f"pass a (seeds, rows) matrix with at least 2 of each, got shape {matrix.shape}")
+    means = _bootstrap(matrix, resamples, seed)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(matrix.mean()), float(low), float(high)
+
+
+def paired_gap(first, second, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of first - second, paired by (seed, row), and its 95% two-way bootstrap interval."""
+    first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    if first.shape != second.shape:
+        raise ValueError(f"paired cells need the same (seeds, rows), got {first.shape} and {second.shape}")
+    return interval(first - second, resamples, seed)
+
+
+def seed_test(first, second) -> tuple[float, float, float, float]:
+    """Paired t over seeds (df = seeds - 1) on the per-seed mean difference: (gap, 95% low, high, p)."""
+    first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    if first.shape != second.shape or first.ndim != 2 or first.shape[0] < 2:
+        raise ValueError(f"pass two (seeds, rows) matrices of one shape, >= 2 seeds: {first.shape}, {second.shape}")
+    per_seed = (first - second).mean(axis=1)
+    gap, spread = float(per_seed.mean()), float(per_seed.std(ddof=1))
+    if spread == 0.0:  # every seed gave the same difference: no spread to test against
+        return gap, gap, gap, (1.0 if gap == 0.0 else 0.0)
+    result = stats.ttest_1samp(per_seed, 0.0)
+    low, high = result.confidence_interval(0.95)
+    return gap, float(low), float(high), float(result.pvalue)
+
+
+def holm(pvalues: dict) -> dict:
+    """Holm's step-down adjustment of a family of p-values: {name: adjusted p}."""
+    order = sorted(pvalues, key=pvalues.get)
+    adjusted, running = {}, 0.0
+    for rank, name in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * pvalues[name]))
+        adjusted[name] = running
+    return adjusted
+
+
+def verdict(gap: float, seed_interval: tuple[float, float], boot_interval: tuple[float, float],
+            adjusted_p: float) -> str:
+    """The claim rule: "higher"/"lower" when Holm's p < 0.05, the bootstrap interval excludes 0 and |gap| >=
+    CLAIM_GAP; "about equal" when the seed interval lies inside +-CLAIM_GAP; otherwise "undecided"."""
+    low, high = boot_interval
+    if adjusted_p < 0.05 and (low > 0 or high < 0) and abs(gap) >= CLAIM_GAP:
+        return "higher" if gap > 0 else "lower"
+    if -CLAIM_GAP < seed_interval[0] and seed_interval[1] < CLAIM_GAP:
+        return "about equal"
+    return "undecided"
+
+
+def untrained_bucket_share(length: int, train_length: int, causal: bool, num_buckets: int = 16,
+                           max_distance: int = 64) -> float:
+    """Share of the (query, key) pairs a model sees at `length` whose T5 bucket no training pair reached."""
+    for name, value in (("length", length), ("train_length", train_length)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4096:
+            raise ValueError(f"{name} must be an int from 1 to 4096, got {value!r}")
+    offsets = torch.arange(length)[None, :] - torch.arange(length)[:, None]  # (query, key): key - query
+    buckets = t5_buckets(offsets, not causal, num_buckets, max_distance)
+    visible = offsets <= 0 if causal else torch.ones_like(offsets, dtype=torch.bool)
+    trained = (offsets.abs() < train_length) & visible  # the pairs training lengths <= L contain
+    untrained = ~torch.isin(buckets, buckets[trained]) & visible
+    return float(untrained.sum() / visible.sum())
+
+
+def trained_pair_share(train_length: int, shift: int, causal: bool) -> torch.Tensor:
+    """Share of all training (query, key) pairs at each distance |key - query| = 0 .. L-1 (lengths uniform on
+    shift + 2 .. L, as `train` draws them)."""
+    lengths = torch.arange(shift + 2, train_length + 1)[:, None]  # (lengths, 1)
+    distance = torch.arange(train_length)[None, :]  # (1, L)
+    pairs = (lengths - distance).clamp(min=0).float()  # pairs at each distance, one direction
+    if not causal:
+        pairs[:, 1:] *= 2  # keys on both sides
+    return pairs.sum(0) / pairs.sum()
+
+
+def contrast_list(results: dict) -> list[tuple[str, tuple[str, str], tuple[str, str], int, str]]:
+    """The family of comparisons fixed before the sweep ran: (name, (cell, control), (cell, control), length,
+    part). Schemes against the learned table past L; each control against its own model; encoder against decoder;
+    each ablation against its base."""
+    L = results["config"]["train_length"]
+    tasks = sorted({key.split("|")[2] for key in results["cells"]})
+    n4 = 4 * L
+    family = []
+    for mask in ("bidirectional", "causal"):
+        for task in tasks:
+            others = ("sinusoid", "t5", "alibi", "rope") + (("none",) if mask == "causal" else ())
+            for scheme in others:
+                family.append((f"{scheme} - learned | {mask} | {task} | past L at {n4}",
+                               (cell_key(scheme, mask, task), "plain"), (cell_key("learned", mask, task), "plain"),
+                               n4, "past"))
+            for scheme in ("t5", "rope", "alibi"):
+                for control in ("window", "far", "clamp"):
+                    key = cell_key(scheme, mask, task)
+                    if key in results["cells"] and control in results["cells"][key]:
+                        family.append((f"{scheme} {control} - plain | {mask} | {task} | past L at {n4}",
+                                       (key, control), (key, "plain"), n4, "past"))
+    for task in tasks:
+        for scheme in ("learned", "sinusoid", "t5", "alibi", "rope"):
+            family.append((f"{scheme} encoder - decoder | {task} | past L at {n4}",
+                           (cell_key(scheme, "bidirectional", task), "plain"),
+                           (cell_key(scheme, "causal", task), "plain"), n4, "past"))
+    ablations = [("alibi", "causal", v, L, "in") for v in ("steep-slopes", "heads-8", "blocks-3", "k-1", "steps-800")]
+    ablations += [("alibi", "bidirectional", "directional", L, "in"), ("t5", "causal", "shared-table", n4, "past")]
+    ablations += [("t5", mask, "t5-init", n4, "past") for mask in ("bidirectional", "causal")]
+    for scheme, mask, variant, n, part in ablations:
+        family.append((f"{scheme} {variant} - base | {mask} | copy-back | {part} at {n}",
+                       (cell_key(scheme, mask, "copy-back", variant), "plain"),
+                       (cell_key(scheme, mask, "copy-back"), "plain"), n, part))
+    for variant in ("base", "steep-slopes", "heads-8", "blocks-3", "steps-800"):  # does an ablation reach RoPE?
+        family.append((f"rope - alibi {variant} | causal | copy-back | in at {L}",
+                       (cell_key("rope", "causal", "copy-back"), "plain"),
+                       (cell_key("alibi", "causal", "copy-back", variant), "plain"), L, "in"))
+    return family
+
+
+def family_of(name: str) -> str:
+    """Which of the four lists a contrast belongs to; Holm's correction runs within each."""
+    head = name.split(" | ")[0]
+    if head.endswith("- learned"):
+        return "schemes"
+    if head.endswith("- plain"):
+        return "controls"
+    if "encoder - decoder" in head:
+        return "masks"
+    return "ablations"
+
+
+def judge_contrasts(results: dict) -> dict[str, dict]:
+    """Every contrast of the family: gap, bootstrap and seed intervals, Holm-adjusted p (within its list, and
+    over every list at once, reported) and the verdict (from the first)."""
+    rows = {}
+    for name, (first, c1), (second, c2), n, part in contrast_list(results):
+        a, b = rates(results, first, n, part, c1), rates(results, second, n, part, c2)
+        gap, boot_low, boot_high = paired_gap(a, b)
+        _, low, high, p = seed_test(a, b)
+        rows[name] = {"gap": gap, "boot": (boot_low, boot_high), "seeds": (low, high), "p": p}
+    adjusted = {}
+    for family in {family_of(name) for name in rows}:
+        adjusted |= holm({name: row["p"] for name, row in rows.items() if family_of(name) == family})
+    everything = holm({name: row["p"] for name, row in rows.items()})
+    for name, row in rows.items():
+        row["p_holm"], row["p_holm_all"] = adjusted[name], everything[name]
+        row["verdict"] = verdict(row["gap"], row["seeds"], row["boot"], adjusted[name])
+    return rows
+
+
+def as_text(mean_low_high) -> str:
+    """A mean and its interval as the chapter's tables print them: '0.52 (0.47-0.58)'."""
+    mean, low, high = mean_low_high
+    return f"{mean:.2f} ({low:.2f}-{high:.2f})"
+
+
+CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "Holm p", "verdict"]
+
+
+def contrast_rows(judged: dict, words) -> list[list[str]]:
+    """Table rows (CONTRAST_HEAD) of the judged contrasts whose name contains every one of `words`."""
+    def plain(text: str) -> str:
+        return text.replace("bidirectional", "encoder").replace("causal", "decoder").replace(" at 64", " at 4L")
+
+    return [[plain(name.split(" | ")[0]), plain(" | ".join(name.split(" | ")[1:])), f"{row['gap']:+.2f}",
+             f"{row['seeds'][0]:+.2f} to {row['seeds'][1]:+.2f}", f"{row['p_holm']:.3f}", row["verdict"]]
+            for name, row in judged.items() if all(word in name for word in words)]
+
+
+def state(results: dict, judged: dict, name: str, contrast: str, expect: str, claim: str, contrary: str) -> None:
+    """A finding from one judged contrast: it holds when the verdict is `expect`. claim and contrary may use {a},
+    {b} (the two means), {lo}, {hi} (the t interval) and {value} (the size of the gap), all to two decimals."""
+    from helpers.findings import finding
+    spec = {entry[0]: entry[1:] for entry in contrast_list(results)}
+    (first, c1), (second, c2), n, part = spec[contrast]
+    row = judged[contrast]
+    low, high = row["seeds"] if expect != "lower" else (-row["seeds"][1], -row["seeds"][0])  # as the gap is told
+    numbers = {"a": f"{rates(results, first, n, part, c1).mean():.2f}", "value": "{value}", "verdict": row["verdict"],
+               "b": f"{rates(results, second, n, part, c2).mean():.2f}",
+               "lo": f"{low:.2f}", "hi": f"{high:.2f}"}
+    finding(name, row["verdict"] == expect, f"{abs(row['gap']):.2f}", claim=claim.format(**numbers),
+            contrary=contrary.format(**numbers))

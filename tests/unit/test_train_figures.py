@@ -1,0 +1,60 @@
+"""helpers.train_figures and the contrast list: what the figure draws is the per-seed mean, every contrast names a
+cell the sweep trains."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+
+from helpers.position_schemes import MASKS, SCHEMES  # noqa: E402
+from helpers.position_stats import cell_key, contrast_list, family_of, judge_contrasts  # noqa: E402
+from helpers.train_figures import accuracy_by_position, position_accuracy, row_norms_figure  # noqa: E402
+from helpers.training import TASKS, VARIANTS, TrainConfig, controls_for, sweep_cells  # noqa: E402
+
+CONFIG = {"train_length": 16, "shift": 3, "test_rows": 4}
+
+
+def fake_results(seeds=3):
+    """Every cell the sweep trains, with random counts: only shapes and bookkeeping matter here."""
+    rng = np.random.default_rng(0)
+    cells = {}
+    for scheme, mask, task, variant in sweep_cells():
+        config = TrainConfig(**VARIANTS[variant])
+        scores = lambda: {"16": {"in": rng.integers(0, 14, 4).tolist()},  # noqa: E731
+                          "32": {"in": rng.integers(0, 14, 4).tolist(), "past": rng.integers(0, 17, 4).tolist()},
+                          "64": {"in": rng.integers(0, 14, 4).tolist(), "past": rng.integers(0, 49, 4).tolist()},
+                          "by_position": rng.integers(0, 5, 64).tolist()}
+        cells[cell_key(scheme, mask, task, variant)] = {
+            control: [scores() for _ in range(seeds)] for control in controls_for(scheme, task, config, True)}
+    return {"config": CONFIG, "variants": VARIANTS, "cells": cells}
+
+
+def test_position_accuracy_is_the_mean_over_seeds_and_rows_and_the_figure_has_a_panel_per_mask_and_task():
+    results = fake_results()
+    key = cell_key("rope", "causal", "copy-back")
+    counts = np.array([s["by_position"] for s in results["cells"][key]["plain"]])
+    expected = counts.mean(axis=0) / 4
+    got = position_accuracy(results, key)
+    assert np.isnan(got[:3]).all() and np.allclose(got[3:], expected[3:])
+    fig = accuracy_by_position(results)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == len(MASKS) * len(TASKS)
+    assert all(ax.images[0].get_array().shape == (len(SCHEMES), 64) for ax in panels)
+    fig = row_norms_figure(np.ones(64), np.ones(64), 16)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["after training", "at initialisation",
+                                                               "training length L"]
+
+
+def test_every_contrast_names_trained_cells_and_falls_in_one_of_four_lists():
+    results = fake_results()
+    family = contrast_list(results)
+    names = [entry[0] for entry in family]
+    assert len(names) == len(set(names))
+    for _, (first, c1), (second, c2), _, _ in family:
+        assert c1 in results["cells"][first] and c2 in results["cells"][second]
+    assert {family_of(name) for name in names} == {"schemes", "controls", "masks", "ablations"}
+    judged = judge_contrasts(results)
+    assert all(row["p_holm"] <= row["p_holm_all"] + 1e-12 for row in judged.values())
