@@ -17,6 +17,9 @@
     long_inputs         texts longer than the position table: windows, copied or interpolated rows (build it yourself)
     position_schemes    seven position schemes as one switch in a tiny transformer: RoPE, ALiBi, T5 bias (train it)
     training            order tasks, the training loop, the seed sweep and its figures (train it)
+    pretraining         a tiny BertForMaskedLM pre-trained on scikit-learn's prose, its sweep (watch order emerge)
+    pretraining_stats   a position table's band and curve measures, paired tests over seeds (watch order emerge)
+    pretraining_figures the pre-training chapter's figures (watch order emerge)
     findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)
     plots               the house style and the figure primitives more than one chapter draws
     tables              the one table type: HTML or Markdown in the book, plain text for nbval
@@ -34,7 +37,8 @@ from importlib import import_module
 from pathlib import Path
 
 MODULES = ("anatomy", "checkpoint", "families", "findings", "input_layers", "layernorm", "long_inputs", "notebook",
-           "plots", "position_figures", "position_rows", "position_schemes", "positions", "relative_positions",
+           "plots", "position_figures", "position_rows", "position_schemes", "positions", "pretraining",
+           "pretraining_figures", "pretraining_stats", "relative_positions",
            "scratch", "segments", "sinusoids", "tables", "token_figures", "tokens", "training", "validation")
 _OWNERS: dict[str, str] = {}  # public name -> the module that defines it, read from each module's __all__
 
