@@ -72,12 +72,18 @@ def sklearn_prose() -> list[str]:
 def compact_tokenizer(tokenizer, documents: list[str]):
     """The packaged WordPiece keeping only the tokens the documents use; and their ids in it ("The text")."""
     from transformers import BertTokenizer
+    from transformers.utils import logging
 
     if not isinstance(documents, list) or not documents or not all(isinstance(d, str) for d in documents):
         raise TypeError(f"documents must be a non-empty list of str, got {type(documents).__name__}.")
     if not hasattr(tokenizer, "convert_ids_to_tokens") or getattr(tokenizer, "vocab", None) is None:
         raise TypeError(f"tokenizer must be a WordPiece tokenizer with a vocab, got {type(tokenizer).__name__}.")
-    packaged = tokenizer(documents, add_special_tokens=False)["input_ids"]  # one list of ids per document
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()  # documents longer than the model reads are fine here: they are cut later
+    try:
+        packaged = tokenizer(documents, add_special_tokens=False)["input_ids"]  # one list of ids per document
+    finally:
+        logging.set_verbosity(level)
     used = sorted({i for ids in packaged for i in ids})
     kept = list(SPECIALS) + [t for t in tokenizer.convert_ids_to_tokens(used) if t not in SPECIALS]
     compact = BertTokenizer(vocab={token: i for i, token in enumerate(kept)},

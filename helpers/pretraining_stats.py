@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from helpers import validation
 from helpers.positions import _check_table, cosine_similarity_matrix, diagonal_profile, order_properties
 
-__all__ = ["table_structure", "dct_share", "pca_null", "summarise", "paired_test", "holm"]
+__all__ = ["table_structure", "dct_share", "pca_null", "seed_values", "summarise", "paired_test", "holm"]
 
 DCT_TERMS = 4  # the curve measure's smooth shapes: the first 4 non-constant DCT-II cosines of the row index
 
@@ -66,7 +66,7 @@ def pca_null(rows: int, hidden: int, std: float = 0.02, draws: int = 50) -> tupl
     return float(np.mean(shares)), float(np.quantile(shares, 0.95))
 
 
-def _values(results: dict, condition: str, measure: str, step: int) -> np.ndarray:
+def seed_values(results: dict, condition: str, measure: str, step: int) -> np.ndarray:
     """One measure at one step, one value per seed (seeds in numeric order)."""
     runs = results["runs"][condition]
     return np.array([next(r[measure] for r in runs[s] if r["step"] == step) for s in sorted(runs, key=int)])
@@ -76,7 +76,7 @@ def summarise(results: dict, measure: str) -> dict[str, dict[int, tuple[float, f
     """condition -> step -> (mean, sample sd over seeds) of one measure."""
     steps = [r["step"] for r in next(iter(results["runs"]["ordered"].values()))]
     return {c: {s: (float(v.mean()), float(v.std(ddof=1))) for s in steps
-                for v in [_values(results, c, measure, s)]} for c in results["runs"]}
+                for v in [seed_values(results, c, measure, s)]} for c in results["runs"]}
 
 
 def paired_test(first, second) -> dict[str, float | bool]:
