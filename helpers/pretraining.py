@@ -22,8 +22,8 @@ from torch.nn import functional as F
 from helpers import validation
 from helpers.pretraining_stats import table_structure
 
-__all__ = ["PretrainConfig", "sklearn_prose", "compact_tokenizer", "windows", "tiny_bert", "shuffle_tokens",
-           "masked_lm_loss", "pretrain", "load_results"]
+__all__ = ["PretrainConfig", "sklearn_prose", "compact_tokenizer", "windows", "tiny_bert",
+           "masked_lm_loss", "pretrain", "load_pretraining_results"]
 
 RESULTS_PATH = Path(__file__).resolve().parent / "data" / "pretrain_positions_results.json"
 CONDITIONS = ("ordered", "shuffled")
@@ -244,7 +244,7 @@ def sweep(seeds=tuple(range(6)), config: PretrainConfig = PretrainConfig(), jobs
     return {"config": asdict(config), "runs": runs}
 
 
-def load_results(path: Path = RESULTS_PATH) -> dict:
+def load_pretraining_results(path: Path = RESULTS_PATH) -> dict:
     """The stored sweep (regenerate with `make experiments`)."""
     return json.loads(Path(path).read_text())
 

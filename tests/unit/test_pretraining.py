@@ -19,7 +19,7 @@ from helpers.pretraining import (
     RESULTS_PATH,
     PretrainConfig,
     compact_tokenizer,
-    load_results,
+    load_pretraining_results,
     masked_lm_loss,
     pretrain,
     run,
@@ -28,7 +28,7 @@ from helpers.pretraining import (
     tiny_bert,
     windows,
 )
-from helpers.pretraining_stats import dct_share, holm, paired_test, pca_null, summarise, table_structure
+from helpers.pretraining_stats import dct_share, holm, paired_test, pca_null, summarise_seeds, table_structure
 
 DOCS = ["The number of features seen during fit.", "Gaussian process regression (GPR) with a kernel.",
         "Linnerud: exercise and physiological variables, twenty middle-aged men."]
@@ -201,14 +201,14 @@ def test_the_paired_test_against_scipy_and_by_hand():
 
 
 def test_a_regeneration_agrees_with_the_results_file_within_the_seed_spread():
-    stored = load_results()
+    stored = load_pretraining_results()
     config = PretrainConfig(**{**stored["config"], "checkpoints": tuple(stored["config"]["checkpoints"])})
     assert config == PretrainConfig()  # the file came from the chapter's sizes
     again = {r["step"]: r for r in run("ordered", 0, config, stop=200)}  # the same run, cut at step 200
     first = stored["runs"]["ordered"]["0"][0]
     np.testing.assert_allclose(again[0]["profile"], first["profile"], atol=2e-5)  # the seeded initial table
     for measure in ("neighbour", "dct", "held_out_loss"):
-        summary = summarise(stored, measure)["ordered"]
+        summary = summarise_seeds(stored, measure)["ordered"]
         for step in (100, 200):
             file_value = next(r[measure] for r in stored["runs"]["ordered"]["0"] if r["step"] == step)
             # another CPU's kernels change float rounding and so the training path: 3 seed spreads, at least 0.05
@@ -226,7 +226,7 @@ def _fake_results(seeds=3):
 
 def test_the_summary_is_numpy_s_mean_and_sample_sd_over_seeds():
     results = _fake_results()
-    summary = summarise(results, "contrast")
+    summary = summarise_seeds(results, "contrast")
     assert summary["ordered"][20] == pytest.approx((np.mean([1.2, 2.2, 3.2]), np.std([1.2, 2.2, 3.2], ddof=1)))
     assert summary["shuffled"][0] == pytest.approx((1.0, 1.0))
 
@@ -239,7 +239,7 @@ def test_the_figures_draw_every_series():
     results = _fake_results()
     fig = band_over_training(results, [0, 20], np.array([1.0, 0.6, 0.3, 0.1]))
     assert len(fig.axes[0].lines) == 2 + 1 + 1 + 1  # two checkpoints, the control, the packaged table, zero
-    summaries = {m: summarise(results, m) for m in ("contrast", "dct")}
+    summaries = {m: summarise_seeds(results, m) for m in ("contrast", "dct")}
     fig2 = emergence_curves(results, summaries, {"contrast": 0.5, "dct": 0.4}, {"contrast": "c", "dct": "d"})
     assert [len(ax.lines) for ax in fig2.axes] == [3, 3]
     plt.close("all")
