@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from helpers import validation
 from helpers.positions import _check_table, cosine_similarity_matrix, diagonal_profile, order_properties
 
-__all__ = ["table_structure", "pca_null", "seed_values", "summarise_seeds", "paired_test", "holm"]
+__all__ = ["table_structure", "structure_null", "seed_values", "summarise_seeds", "paired_test", "holm"]
 
 DCT_TERMS = 4  # the curve measure's smooth shapes: the first 4 non-constant DCT-II cosines of the row index
 
@@ -56,14 +56,16 @@ def table_structure(rows: torch.Tensor) -> dict[str, object]:
 
 
 @functools.cache
-def pca_null(rows: int, hidden: int, std: float = 0.02, draws: int = 50) -> tuple[float, float]:
-    """Mean and 95th percentile of table_structure's pca3 for N(0, std^2) tables of this shape ("Two measures")."""
+def structure_null(rows: int, hidden: int, std: float = 0.02, draws: int = 200) -> dict[str, tuple[float, float]]:
+    """Mean and 95th percentile of every scalar table_structure measure over N(0, std^2) tables of this shape."""
     rows, hidden = validation.integer("rows", rows, minimum=12), validation.integer("hidden", hidden, minimum=3)
-    validation.check_allocation("pca_null", (rows, hidden), 8 * 4)
+    draws = validation.integer("draws", draws, minimum=2)
+    validation.check_allocation("structure_null", (rows, hidden), 8 * 4)
     generator = torch.Generator().manual_seed(0)
-    shares = [table_structure(std * torch.randn(rows, hidden, generator=generator, dtype=torch.float64))["pca3"]
-              for _ in range(draws)]
-    return float(np.mean(shares)), float(np.quantile(shares, 0.95))
+    drawn = [table_structure(std * torch.randn(rows, hidden, generator=generator, dtype=torch.float64))
+             for _ in range(draws)]
+    return {k: (float(np.mean([d[k] for d in drawn])), float(np.quantile([d[k] for d in drawn], 0.95)))
+            for k, v in drawn[0].items() if k != "profile"}
 
 
 def seed_values(results: dict, condition: str, measure: str, step: int) -> np.ndarray:

@@ -28,7 +28,7 @@ from helpers.pretraining import (
     tiny_bert,
     windows,
 )
-from helpers.pretraining_stats import dct_share, holm, paired_test, pca_null, summarise_seeds, table_structure
+from helpers.pretraining_stats import dct_share, holm, paired_test, structure_null, summarise_seeds, table_structure
 
 DOCS = ["The number of features seen during fit.", "Gaussian process regression (GPR) with a kernel.",
         "Linnerud: exercise and physiological variables, twenty middle-aged men."]
@@ -134,12 +134,19 @@ def test_the_measures_follow_their_formulas():
         table_structure(rows.numpy())
 
 
-def test_an_untrained_table_s_pca_share_is_its_shape_s_null():
-    mean, high = pca_null(30, 64)
+def test_random_tables_give_each_measure_its_known_null():
+    null = structure_null(30, 64)
+    mean, high = null["pca3"]
     # scikit-learn's share for one N(0, 1) table of that shape, drawn elsewhere: inside the null's spread
     other = PCA(n_components=3).fit(np.random.default_rng(7).normal(size=(30, 64))).explained_variance_ratio_.sum()
     assert abs(other - mean) < 3 * (high - mean) and mean < high
-    assert pca_null(30, 384)[0] < mean  # wider rows, smaller share: shares are compared to their own null
+    assert structure_null(30, 384)["pca3"][0] < mean  # wider rows, smaller share: compare with its own null
+    # centred rows in no order: mean pairwise cosine -1/(n-1); DCT share 4/(n-1) (centring leaves n-1 directions)
+    assert null["neighbour"][0] == pytest.approx(-1 / 29, abs=0.01)
+    assert null["dct"][0] == pytest.approx(4 / 29, abs=0.02)
+    assert abs(null["contrast"][0]) < 0.01 < null["contrast"][1]
+    with pytest.raises(ValueError):
+        structure_null(30, 64, draws=1)
 
 
 def test_pretraining_is_deterministic_and_leaves_rows_past_l_as_initialised(small_corpus):
