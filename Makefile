@@ -137,6 +137,7 @@ test-portable: $(DEV_STAMP)
 .PHONY: experiments
 experiments: $(STAMP)
 	OMP_NUM_THREADS=1 python -m helpers.training --jobs 2
+	OMP_NUM_THREADS=1 python -m helpers.pretraining --jobs 2
 
 # The drift canary: nbval and the unit tests in a side venv (_build/latest-venv, never .venv) with the newest
 # transformers, nbval and Jupyter Book 1.x the index offers; torch stays 2.13.0 (newer ones are CUDA builds).

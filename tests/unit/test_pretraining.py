@@ -1,0 +1,252 @@
+"""helpers.pretraining: the compact tokenizer against the packaged one, the loss against BertForMaskedLM's, the
+measures against their formulas, untouched rows, the bootstrap against scipy, and the results file against a
+regeneration."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import torch
+from scipy import fft, stats
+from sklearn.decomposition import PCA
+from transformers import DataCollatorForLanguageModeling
+
+from helpers.checkpoint import load_bert
+from helpers.pretraining import (
+    RESULTS_PATH,
+    PretrainConfig,
+    compact_tokenizer,
+    load_pretraining_results,
+    masked_lm_loss,
+    pretrain,
+    run,
+    shuffle_tokens,
+    sklearn_prose,
+    tiny_bert,
+    windows,
+)
+from helpers.pretraining_stats import dct_share, holm, paired_test, structure_null, summarise_seeds, table_structure
+
+DOCS = ["The number of features seen during fit.", "Gaussian process regression (GPR) with a kernel.",
+        "Linnerud: exercise and physiological variables, twenty middle-aged men."]
+SMALL = PretrainConfig(hidden=16, heads=2, length=16, table_rows=32, batch_size=4, checkpoints=(0, 3, 6),
+                       held_out_tokens=4 * 14)
+
+
+@pytest.fixture(scope="module")
+def packaged_tokenizer():
+    return load_bert()[1]
+
+
+@pytest.fixture(scope="module")
+def small_corpus(packaged_tokenizer):
+    compact, ids = compact_tokenizer(packaged_tokenizer, DOCS * 8)
+    return compact, torch.tensor(list(itertools.chain.from_iterable(ids)))
+
+
+def test_the_compact_tokenizer_cuts_the_corpus_exactly_as_the_packaged_one(packaged_tokenizer):
+    docs = sklearn_prose()
+    assert len(docs) > 500 and sum(len(d.split()) for d in docs) > 100_000  # real text, not a stub
+    assert not any(">>>" in d for d in docs)  # the doctests are dropped
+    compact, ids = compact_tokenizer(packaged_tokenizer, docs[:80])
+    packaged = packaged_tokenizer(docs[:80], add_special_tokens=False)["input_ids"]
+    used = {i for doc in packaged for i in doc}
+    assert len(compact) == 5 + len(used - set(packaged_tokenizer.all_special_ids))
+    for old, new in zip(packaged, ids, strict=True):
+        assert packaged_tokenizer.convert_ids_to_tokens(old) == compact.convert_ids_to_tokens(new)
+    assert compact(docs[:80], add_special_tokens=False)["input_ids"] == ids  # the compact tokenizer itself agrees
+    assert [compact.pad_token_id, compact.cls_token_id, compact.sep_token_id, compact.mask_token_id] == [0, 2, 3, 4]
+
+
+def test_windows_are_stretches_of_the_stream_between_cls_and_sep(small_corpus):
+    compact, stream = small_corpus
+    starts = torch.tensor([0, 5, len(stream) - 4])
+    got = windows(stream, starts, 6, compact.cls_token_id, compact.sep_token_id)
+    assert got.shape == (3, 6)
+    assert (got[:, 0] == compact.cls_token_id).all() and (got[:, -1] == compact.sep_token_id).all()
+    for row, start in zip(got, starts.tolist(), strict=True):
+        assert row[1:-1].tolist() == stream.tolist()[start:start + 4]
+    with pytest.raises(ValueError, match="leave 4 tokens"):
+        windows(stream, torch.tensor([len(stream) - 3]), 6, 2, 3)
+
+
+def test_the_loss_on_masked_positions_is_bert_for_masked_lm_s_loss(small_corpus):
+    compact, stream = small_corpus
+    model = tiny_bert(len(compact), SMALL, seed=1).eval()
+    torch.manual_seed(0)
+    rows = windows(stream, torch.arange(0, 60, 10), SMALL.length, 2, 3)
+    batch = DataCollatorForLanguageModeling(compact, mlm_probability=0.3)(list(rows))
+    with torch.no_grad():
+        ours = masked_lm_loss(model, batch["input_ids"], batch["labels"])
+        reference = model(input_ids=batch["input_ids"], labels=batch["labels"]).loss
+    # float32, the same logits computed in another batch layout: a mean of ~30 terms of size ~log(V) ~ 6
+    torch.testing.assert_close(ours, reference, rtol=1e-5, atol=1e-5)
+
+
+def test_bert_s_masking_is_80_10_10_and_never_touches_cls_or_sep(small_corpus):
+    compact, stream = small_corpus
+    torch.manual_seed(0)
+    rows = windows(stream, torch.randint(len(stream) - 14, (4000,)), SMALL.length, 2, 3)
+    batch = DataCollatorForLanguageModeling(compact, mlm_probability=0.15)(list(rows))
+    chosen = batch["labels"] != -100
+    assert not chosen[:, [0, -1]].any()
+    n = int(chosen.sum())
+    share = n / chosen[:, 1:-1].numel()
+    masked = float((batch["input_ids"][chosen] == compact.mask_token_id).mean(dtype=torch.float64))
+    kept = float((batch["input_ids"][chosen] == batch["labels"][chosen]).mean(dtype=torch.float64))
+    # binomial standard errors: 4 of them covers every seed a CPU could draw (the draws are fixed anyway)
+    assert abs(share - 0.15) < 4 * (0.15 * 0.85 / chosen[:, 1:-1].numel()) ** 0.5
+    assert abs(masked - 0.8) < 4 * (0.8 * 0.2 / n) ** 0.5
+    assert abs(kept - 0.1) < 4 * (0.1 * 0.9 / n) ** 0.5 + 1 / len(compact)  # a random draw may hit the same token
+
+
+def test_shuffling_permutes_only_the_tokens_between_cls_and_sep():
+    batch = torch.arange(40).view(4, 10)
+    shuffled = shuffle_tokens(batch, torch.Generator().manual_seed(0))
+    assert torch.equal(shuffled[:, [0, -1]], batch[:, [0, -1]]) and not torch.equal(shuffled, batch)
+    assert torch.equal(shuffled[:, 1:-1].sort(dim=1).values, batch[:, 1:-1])
+    with pytest.raises(ValueError, match="length >= 3"):
+        shuffle_tokens(torch.zeros(2, 2, dtype=torch.long), torch.Generator())
+
+
+def test_the_measures_follow_their_formulas():
+    rows = torch.randn(24, 10, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    rows[:, 0] += torch.linspace(-3, 3, 24, dtype=torch.float64)  # some order to find
+    got = table_structure(rows)
+    flat = rows.numpy() - rows.numpy().mean(axis=1, keepdims=True)  # the all-ones component removed
+    centred = flat - flat.mean(axis=0)
+    unit = centred / np.linalg.norm(centred, axis=1, keepdims=True)
+    profile = [np.mean([unit[x] @ unit[x + k] for x in range(24 - k)]) for k in range(13)]
+    np.testing.assert_allclose(got["profile"], profile, atol=1e-5)  # stored rounded to 5 decimals
+    assert got["neighbour"] == pytest.approx(profile[1], abs=1e-12)  # float64 both sides, short sums
+    assert got["contrast"] == pytest.approx(np.mean(profile[1:4]) - np.mean(profile[6:]), abs=1e-12)
+    variances = np.linalg.svd(centred, compute_uv=False) ** 2  # largest first
+    assert got["pca3"] == pytest.approx(variances[:3].sum() / variances.sum(), rel=1e-9)  # float64 both sides
+    coefficients = fft.dct(centred, type=2, norm="ortho", axis=0)  # row j: the j-th cosine of the index
+    assert got["dct"] == pytest.approx((coefficients[1:5] ** 2).sum() / (centred**2).sum(), rel=1e-9)
+    assert dct_share(np.random.default_rng(0).normal(size=(4000, 3))) < 0.01  # no order: about 4 / 4000
+    with pytest.raises(ValueError, match="at least 12 rows"):
+        table_structure(rows[:8])
+    with pytest.raises(TypeError):
+        table_structure(rows.numpy())
+
+
+def test_random_tables_give_each_measure_its_known_null():
+    null = structure_null(30, 64)
+    mean, high = null["pca3"]
+    # scikit-learn's share for one N(0, 1) table of that shape, drawn elsewhere: inside the null's spread
+    other = PCA(n_components=3).fit(np.random.default_rng(7).normal(size=(30, 64))).explained_variance_ratio_.sum()
+    assert abs(other - mean) < 3 * (high - mean) and mean < high
+    assert structure_null(30, 384)["pca3"][0] < mean  # wider rows, smaller share: compare with its own null
+    # centred rows in no order: mean pairwise cosine -1/(n-1); DCT share 4/(n-1) (centring leaves n-1 directions)
+    assert null["neighbour"][0] == pytest.approx(-1 / 29, abs=0.01)
+    assert null["dct"][0] == pytest.approx(4 / 29, abs=0.02)
+    assert abs(null["contrast"][0]) < 0.01 < null["contrast"][1]
+    with pytest.raises(ValueError):
+        structure_null(30, 64, draws=1)
+
+
+def test_pretraining_is_deterministic_and_leaves_rows_past_l_as_initialised(small_corpus):
+    compact, stream = small_corpus
+    model, records = pretrain(stream, compact, SMALL, seed=2)
+    again = pretrain(stream, compact, SMALL, seed=2)[1]
+    assert records == again and [r["step"] for r in records] == [0, 3, 6]
+    start = tiny_bert(len(compact), SMALL, seed=2).bert.embeddings.position_embeddings.weight
+    end = model.bert.embeddings.position_embeddings.weight
+    L, steps = SMALL.length, max(SMALL.checkpoints)
+    # rows never looked up get no gradient: AdamW only decays them, by (1 - lr_t * wd) at each step t
+    # BERT's schedule: linear warm-up, then linear decay to 0 (here the 6 steps all fall in the warm-up)
+    rates = [min((t + 1) / SMALL.warmup, max(0.0, (steps - t) / max(1, steps - SMALL.warmup))) * SMALL.lr
+             for t in range(steps)]
+    shrink = float(np.prod([1 - rate * SMALL.weight_decay for rate in rates]))
+    eps = torch.finfo(torch.float32).eps  # float32: one rounding of each row per step
+    torch.testing.assert_close(end[L:], start[L:] * shrink, rtol=2 * eps * steps, atol=0)
+    assert not torch.allclose(end[:L], start[:L] * shrink, rtol=1e-3)
+    assert start.std().item() == pytest.approx(0.02, rel=0.1)  # BertModel's N(0, initializer_range^2)
+
+
+def test_the_shuffled_control_changes_the_order_and_nothing_else(small_corpus):
+    compact, stream = small_corpus
+    ordered, shuffled = (pretrain(stream, compact, SMALL, seed=2, shuffled=s)[1] for s in (False, True))
+    assert ordered[0]["profile"] == shuffled[0]["profile"]  # the same initial table
+    assert ordered[-1]["profile"] != shuffled[-1]["profile"]  # different text order, different training
+
+
+def test_bad_input_is_a_clear_error(small_corpus, packaged_tokenizer):
+    compact, stream = small_corpus
+    with pytest.raises(TypeError, match="list of str"):
+        compact_tokenizer(packaged_tokenizer, "one string")
+    with pytest.raises(TypeError, match="WordPiece"):
+        compact_tokenizer(object(), DOCS)
+    with pytest.raises(ValueError, match="stream must be"):
+        pretrain(stream[:20], compact, SMALL)
+    with pytest.raises(ValueError, match="condition must be"):
+        run("reversed", 0, SMALL)
+    with pytest.raises(ValueError, match="table_rows"):
+        tiny_bert(50, PretrainConfig(length=64, table_rows=32))
+
+
+def test_the_paired_test_against_scipy_and_by_hand():
+    first, second = np.array([0.31, 0.42, 0.28, 0.39, 0.35, 0.30]), np.array([0.05, 0.02, 0.08, 0.01, 0.04, 0.06])
+    got = paired_test(first, second)
+    reference = stats.ttest_rel(first, second).confidence_interval(0.95)
+    assert got["low"] == pytest.approx(reference.low) and got["high"] == pytest.approx(reference.high)
+    assert got["p"] == 1 / 64 and got["all_positive"]  # all 6 gaps positive: only the identity flip reaches it
+    exact = stats.permutation_test(((first - second),), np.mean, permutation_type="samples",
+                                   alternative="greater", n_resamples=np.inf).pvalue
+    mixed = paired_test(first, second[::-1] + 0.2)
+    assert mixed["p"] == pytest.approx(stats.permutation_test(
+        ((first - second[::-1] - 0.2),), np.mean, permutation_type="samples", alternative="greater",
+        n_resamples=np.inf).pvalue) and exact == pytest.approx(1 / 64)
+    assert holm({"a": 0.01, "b": 0.04}) == {"a": True, "b": True}
+    assert holm({"a": 0.03, "b": 0.04}) == {"a": False, "b": False}  # 0.03 > 0.05 / 2
+    with pytest.raises(ValueError, match="paired"):
+        paired_test(first, second[:3])
+
+
+def test_a_regeneration_agrees_with_the_results_file_within_the_seed_spread():
+    stored = load_pretraining_results()
+    config = PretrainConfig(**{**stored["config"], "checkpoints": tuple(stored["config"]["checkpoints"])})
+    assert config == PretrainConfig()  # the file came from the chapter's sizes
+    again = {r["step"]: r for r in run("ordered", 0, config, stop=200)}  # the same run, cut at step 200
+    first = stored["runs"]["ordered"]["0"][0]
+    np.testing.assert_allclose(again[0]["profile"], first["profile"], atol=2e-5)  # the seeded initial table
+    for measure in ("neighbour", "dct", "held_out_loss"):
+        summary = summarise_seeds(stored, measure)["ordered"]
+        for step in (100, 200):
+            file_value = next(r[measure] for r in stored["runs"]["ordered"]["0"] if r["step"] == step)
+            # another CPU's kernels change float rounding and so the training path: 3 seed spreads, at least 0.05
+            assert abs(again[step][measure] - file_value) <= max(3 * summary[step][1], 0.05), (measure, step)
+    assert json.loads(RESULTS_PATH.read_text())["runs"].keys() == {"ordered", "shuffled"}
+
+
+def _fake_results(seeds=3):
+    """A results dict of the sweep's shape with known values: measure = seed + step / 100 (+1 when ordered)."""
+    runs = {c: {str(s): [{"step": t, "contrast": s + t / 100 + (c == "ordered"), "dct": 0.1 * s,
+                          "profile": [1.0, 0.5 + 0.1 * s, 0.2, 0.1]} for t in (0, 10, 20)] for s in range(seeds)}
+            for c in ("ordered", "shuffled")}
+    return {"config": {}, "runs": runs}
+
+
+def test_the_summary_is_numpy_s_mean_and_sample_sd_over_seeds():
+    results = _fake_results()
+    summary = summarise_seeds(results, "contrast")
+    assert summary["ordered"][20] == pytest.approx((np.mean([1.2, 2.2, 3.2]), np.std([1.2, 2.2, 3.2], ddof=1)))
+    assert summary["shuffled"][0] == pytest.approx((1.0, 1.0))
+
+
+def test_the_figures_draw_every_series():
+    from matplotlib import pyplot as plt
+
+    from helpers.pretraining_figures import band_over_training, emergence_curves
+
+    results = _fake_results()
+    fig = band_over_training(results, [0, 20], np.array([1.0, 0.6, 0.3, 0.1]))
+    assert len(fig.axes[0].lines) == 2 + 1 + 1 + 1  # two checkpoints, the control, the packaged table, zero
+    summaries = {m: summarise_seeds(results, m) for m in ("contrast", "dct")}
+    fig2 = emergence_curves(results, summaries, {"contrast": 0.5, "dct": 0.4}, {"contrast": "c", "dct": "d"})
+    assert [len(ax.lines) for ax in fig2.axes] == [3, 3]
+    plt.close("all")
