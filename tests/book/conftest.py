@@ -43,7 +43,14 @@ SET_THEME = """theme => { Object.assign(document.documentElement.dataset, {theme
 # Colours switch at once, so axe measures the theme's final colours, not a transition's midpoint; a table's text can
 # be hidden to photograph what is painted behind it (table_contrast).
 NO_TRANSITIONS = """*, *::before, *::after { transition: none !important; animation: none !important; }
-  .measuring-contrast .cell_output .text_html table { color: transparent !important; }"""
+  .measuring-contrast .cell_output .text_html table { color: transparent !important; }
+  .measuring-contrast [data-floats] { visibility: hidden !important; }"""
+# What floats over the page (fixed or sticky: the header bar, the back-to-top button) and holds no table is marked, so
+# that a table taller than the window is photographed without what scrolls over it.
+MARK_FLOATS = """() => { for (const e of document.querySelectorAll('body *')) {
+  const where = getComputedStyle(e).position;
+  const floats = where === 'fixed' || where === 'sticky';
+  if (floats && !e.querySelector('[data-contrast-box]')) e.dataset.floats = ''; } }"""
 # Each HTML output table (a ResultTable; axe leaves their contrast "to review" over the scroll edges' gradients): its
 # box, marked for a screenshot, and each cell's text colour and the rectangle of its text inside the box's view.
 TABLE_CELLS = """() => [...document.querySelectorAll('.bd-article .cell_output .text_html')]
@@ -241,6 +248,7 @@ def table_contrast(tab) -> list[tuple[str, float]]:
     found, tables = [], tab.evaluate(TABLE_CELLS)
     if not tables:
         return found
+    tab.evaluate(MARK_FLOATS)
     for table in tables:
         tab.evaluate("() => document.documentElement.classList.add('measuring-contrast')")
         shot = Image.open(io.BytesIO(tab.locator(f'[data-contrast-box="{table["index"]}"]').screenshot()))

@@ -137,8 +137,9 @@ def setup(app) -> dict:
     """Register the directive, its node and the asset hooks."""
     app.add_config_value("live_widget_assets", "absent", "html")
     app.connect("config-inited", record_assets)
-    app.add_node(live_box, html=(visit_html, depart_html), latex=(skip, None), text=(skip, None),
-                 man=(skip, None), texinfo=(skip, None))
+    # singlehtml is the PDF's build (tools/book/pdf.py): a printed page has no button to press
+    app.add_node(live_box, html=(visit_html, depart_html), singlehtml=(skip, None), latex=(skip, None),
+                 text=(skip, None), man=(skip, None), texinfo=(skip, None))
     app.add_directive("live-box", LiveBox)
     # before other handlers (sphinx_fixes rebuilds the page's script list): a file added later would not show
     app.connect("html-page-context", add_page_assets, priority=400)
