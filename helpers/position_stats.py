@@ -112,8 +112,9 @@ def verdict(gap: float, seed_interval: tuple[float, float], boot_interval: tuple
 
 
 def untrained_bucket_share(length: int, train_length: int, causal: bool, num_buckets: int = 16,
-                           max_distance: int = 64) -> float:
-    """Share of the (query, key) pairs a model sees at `length` whose T5 bucket no training pair reached."""
+                           max_distance: int = 64, past_only: bool = False) -> float:
+    """Share of the (query, key) pairs a model sees at `length` whose T5 bucket no training pair reached (with
+    past_only, of the pairs whose query is at train_length or later)."""
     for name, value in (("length", length), ("train_length", train_length)):
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4096:
             raise ValueError(f"{name} must be an int from 1 to 4096, got {value!r}")
@@ -122,6 +123,8 @@ def untrained_bucket_share(length: int, train_length: int, causal: bool, num_buc
     visible = offsets <= 0 if causal else torch.ones_like(offsets, dtype=torch.bool)
     trained = (offsets.abs() < train_length) & visible  # the pairs training lengths <= L contain
     untrained = ~torch.isin(buckets, buckets[trained]) & visible
+    if past_only:
+        untrained, visible = untrained[train_length:], visible[train_length:]  # rows are queries
     return float(untrained.sum() / visible.sum())
 
 
@@ -166,18 +169,19 @@ def contrast_list(results: dict) -> list[tuple[str, tuple[str, str], tuple[str, 
     ablations += [("alibi", "bidirectional", "directional", L, "in"), ("t5", "causal", "shared-table", n4, "past")]
     ablations += [("t5", mask, "t5-init", n4, "past") for mask in ("bidirectional", "causal")]
     for scheme, mask, variant, n, part in ablations:
-        family.append((f"{scheme} {variant} - base | {mask} | copy-back | {part} at {n}",
+        where = "past L" if part == "past" else "before L"
+        family.append((f"{scheme} {variant} - base | {mask} | copy-back | {where} at {n}",
                        (cell_key(scheme, mask, "copy-back", variant), "plain"),
                        (cell_key(scheme, mask, "copy-back"), "plain"), n, part))
     for variant in ("base", "steep-slopes", "heads-8", "blocks-3", "steps-800"):  # does an ablation reach RoPE?
-        family.append((f"rope - alibi {variant} | causal | copy-back | in at {L}",
+        family.append((f"rope - alibi {variant} | causal | copy-back | before L at {L}",
                        (cell_key("rope", "causal", "copy-back"), "plain"),
                        (cell_key("alibi", "causal", "copy-back", variant), "plain"), L, "in"))
     return family
 
 
 def family_of(name: str) -> str:
-    """Which of the four lists a contrast belongs to; Holm's correction runs within each."""
+    """Which of the four lists a contrast belongs to (list-wise Holm, reported beside the primary verdict)."""
     head = name.split(" | ")[0]
     if head.endswith("- learned"):
         return "schemes"
@@ -188,22 +192,30 @@ def family_of(name: str) -> str:
     return "ablations"
 
 
+LEARNED_IN_RANGE = 0.9  # the gate: a model scored past L must get at least this much right before L, at L
+
+
 def judge_contrasts(results: dict) -> dict[str, dict]:
-    """Every contrast of the family: gap, bootstrap and seed intervals, Holm-adjusted p (within its list, and
-    over every list at once, reported) and the verdict (from the first)."""
+    """Every contrast of the family: gap, bootstrap and seed intervals, Holm-adjusted p over the whole family (the
+    pre-registered rule, which gives the verdict) and within its list (reported only), and the verdict. A past-L
+    contrast whose models get less than LEARNED_IN_RANGE right before L, at L, is "not learned in range"."""
+    L = results["config"]["train_length"]
     rows = {}
     for name, (first, c1), (second, c2), n, part in contrast_list(results):
         a, b = rates(results, first, n, part, c1), rates(results, second, n, part, c2)
         gap, boot_low, boot_high = paired_gap(a, b)
         _, low, high, p = seed_test(a, b)
-        rows[name] = {"gap": gap, "boot": (boot_low, boot_high), "seeds": (low, high), "p": p}
-    adjusted = {}
+        in_range = min(rates(results, key, L, "in").mean() for key in (first, second))
+        rows[name] = {"gap": gap, "boot": (boot_low, boot_high), "seeds": (low, high), "p": p,
+                      "learned": part == "in" or in_range >= LEARNED_IN_RANGE}
+    by_list = {}
     for family in {family_of(name) for name in rows}:
-        adjusted |= holm({name: row["p"] for name, row in rows.items() if family_of(name) == family})
+        by_list |= holm({name: row["p"] for name, row in rows.items() if family_of(name) == family})
     everything = holm({name: row["p"] for name, row in rows.items()})
     for name, row in rows.items():
-        row["p_holm"], row["p_holm_all"] = adjusted[name], everything[name]
-        row["verdict"] = verdict(row["gap"], row["seeds"], row["boot"], adjusted[name])
+        row["p_holm"], row["p_holm_list"] = everything[name], by_list[name]
+        row["verdict"] = (verdict(row["gap"], row["seeds"], row["boot"], everything[name]) if row["learned"]
+                          else "not learned in range")
     return rows
 
 
@@ -213,16 +225,23 @@ def as_text(mean_low_high) -> str:
     return f"{mean:.2f} ({low:.2f}-{high:.2f})"
 
 
-CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "Holm p", "verdict"]
+CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "Holm p", "list p", "verdict"]
+
+
+def p_text(p: float) -> str:
+    """A p-value to three decimals, '<0.001' below that."""
+    return "<0.001" if p < 0.0005 else f"{p:.3f}"
 
 
 def contrast_rows(judged: dict, words) -> list[list[str]]:
     """Table rows (CONTRAST_HEAD) of the judged contrasts whose name contains every one of `words`."""
     def plain(text: str) -> str:
-        return text.replace("bidirectional", "encoder").replace("causal", "decoder").replace(" at 64", " at 4L")
+        text = text.replace("bidirectional", "encoder").replace("causal", "decoder")
+        return text.replace(" at 64", " at 4L").replace(" at 16", " at L")
 
     return [[plain(name.split(" | ")[0]), plain(" | ".join(name.split(" | ")[1:])), f"{row['gap']:+.2f}",
-             f"{row['seeds'][0]:+.2f} to {row['seeds'][1]:+.2f}", f"{row['p_holm']:.3f}", row["verdict"]]
+             f"{row['seeds'][0]:+.2f} to {row['seeds'][1]:+.2f}", p_text(row["p_holm"]),
+             p_text(row["p_holm_list"]), row["verdict"]]
             for name, row in judged.items() if all(word in name for word in words)]
 
 

@@ -64,6 +64,10 @@ def test_untrained_bucket_share_matches_a_loop_and_the_issue_s_count():
             pairs = [(i, j) for i in range(n) for j in range(n) if not (causal and j > i)]
             share = sum(bucket[j - i] not in trained for i, j in pairs) / len(pairs)
             assert untrained_bucket_share(n, L, causal) == pytest.approx(share)
+            if n > L:
+                past = [(i, j) for i, j in pairs if i >= L]
+                share = sum(bucket[j - i] not in trained for i, j in past) / len(past)
+                assert untrained_bucket_share(n, L, causal, past_only=True) == pytest.approx(share)
     assert round(untrained_bucket_share(64, L, True), 2) == 0.52  # issue 44: 52% of causal pairs at 4L
 
 
