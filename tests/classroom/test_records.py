@@ -3,10 +3,11 @@ what a worker returns is replayed into the gradebook only if it is the submissio
 
 from __future__ import annotations
 
+import os
+import select
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -46,22 +47,22 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course
 
 
 def test_stopping_ends_every_running_child_and_its_own_children():
-    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, "
-                              "'-c', 'import time; time.sleep(300)']); print('ready', flush=True); time.sleep(300)"],
+    grandchild = "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']).pid"
+    child = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; print({grandchild}, flush=True); "
+                              "time.sleep(300)"],
                              stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert child.stdout.readline().strip() == "ready"
+    grandchild = os.pidfd_open(int(child.stdout.readline()))  # held from here: its end is seen, never a reused pid
     RUNNING.add(child)
     try:
         classgrade._stop_children()
     finally:
         RUNNING.discard(child)
-    assert child.poll() is not None
-    for _ in range(50):  # the grandchild in the same session went too (once its new parent has reaped it)
-        left = subprocess.run(["pgrep", "-s", str(child.pid)], capture_output=True, text=True).stdout.split()
-        if not left:
-            break
-        time.sleep(0.1)
-    assert left == [], left
+    try:
+        assert child.poll() is not None
+        # the grandchild in the same session went too: its pidfd turns readable once it has exited
+        assert select.select([grandchild], [], [], 5)[0], "the grandchild outlived the stop"
+    finally:
+        os.close(grandchild)
 
 
 def test_the_reason_is_the_real_error_not_nbgrader_wrapper():

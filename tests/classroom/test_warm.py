@@ -144,7 +144,7 @@ def test_a_worker_uses_the_coordinators_server_where_it_listens_else_its_own(ser
     monkeypatch.setattr(classgrade, "grade_student", lambda *args: given.append(args[-1]) or classgrade.Record(
         args[2], "graded"))
     coordinators = str(server.socket) if shared else str(tmp_path / "gone.sock")  # a path with no server behind it
-    assert warm.listening(coordinators) is shared
+    assert (warm.trusted_problem(coordinators) == "") is shared
     cluster.grade_remote(dict(chapter="c", student="s", source="the source", notebook="{}", digest="d", notes=[],
                               cell_timeout=10, trusted_server=coordinators))
     assert given == [coordinators if shared else "/its/own.sock"]

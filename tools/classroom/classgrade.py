@@ -44,7 +44,9 @@ class Record:
     seconds: float = 0.0
     not_graded_cells: list[str] = field(default_factory=list)
     process_cap: str = ""  # which cap bound the sandbox's processes (sandbox.process_cap)
+    memory_cap: str = ""  # how the sandbox's memory was capped (sandbox.memory_cap): "none ..." where it was not
     kernel: str = ""  # "forked" by the kernel zygote (warm.py), or "fresh": a new sandboxed process
+    sandbox_notes: list[str] = field(default_factory=list)  # a server or zygote refused, a cap that could not be set
 
 
 def records_dir(course_dir: Path, chapter: str) -> Path:
@@ -139,7 +141,10 @@ def _record(student: str, digest: str, seconds: float, report: dict | None, fail
                       seconds)
     flags = notes + [f"{cell} ran past its time limit" for cell in report["timeouts"]]
     flags += [f"output of {where} cut at the grader's cap" for where in report.get("truncated", [])]
-    sandboxed = {"process_cap": report.get("process_cap", ""), "kernel": report.get("kernel", "")}
+    if report.get("oom_kills"):
+        flags.append(f"the sandbox reached its memory cap: {report['oom_kills']} of its processes killed")
+    sandboxed = {"process_cap": report.get("process_cap", ""), "memory_cap": report.get("memory_cap", ""),
+                 "kernel": report.get("kernel", ""), "sandbox_notes": report.get("notes", [])}
     if failure:
         return Record(student, "not graded", failure, flags, digest, seconds, **sandboxed)
     if report["stopped"]:

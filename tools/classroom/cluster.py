@@ -50,7 +50,7 @@ def grade_remote(task: dict) -> dict:
     (submitted / f"{chapter}.ipynb").write_text(task["notebook"])
     try:
         server = task.get("trusted_server", "")
-        if not warm.listening(server):  # a worker on another machine: its own, warm after its first task
+        if warm.trusted_problem(server):  # a worker on another machine, or a socket not the grader's: its own server
             server = warm.server_for(task["source"])
         record = classgrade.grade_student(course, chapter, student, task["digest"], task["notes"],
                                           task["cell_timeout"], server)

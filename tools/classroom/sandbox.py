@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -11,12 +10,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
+from tools.classroom import cgroups
+from tools.classroom.cgroups import cgroup_parent, release
 from tools.environment import OFFLINE, ROOT
 
 MEMORY_LIMIT_MB = 2048
@@ -34,49 +34,12 @@ def _kernel_reads() -> list[Path]:
     return [*sorted(root for root in roots if root.is_dir()), ROOT / "helpers"]
 
 
-ZYGOTE_FOLDERS = "grading-zygote-"  # the kernel zygotes' folders (warm.py), each with its kernels' folders inside
 PROCESS_LIMIT = 64  # processes and threads in one sandbox: torch's thread pool fits, a fork bomb does not
-CGROUP_PIDS = Path("/sys/fs/cgroup/pids")  # cgroup v1 (v2: /sys/fs/cgroup/<group>/pids.max, same files)
-
-
-def cgroup_parent() -> Path:
-    """Where the sandboxes' pids cgroups are made (cgroup v1's pids hierarchy, or v2's root)."""
-    return CGROUP_PIDS if (CGROUP_PIDS / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
+TMPFS_MB = 256  # the size of each tmpfs a sandbox gets (/tmp, /dev/shm): its pages are memory
 
 
 def _pids_cgroup(scratch: Path) -> Path | None:
-    """A pids cgroup capped at PROCESS_LIMIT for one sandbox, where this process may make one; else None."""
-    parent = cgroup_parent()
-    group = parent / f"bert-book-{scratch.name}"
-    temporary = Path(tempfile.gettempdir())  # where scratch folders are: there, and in each kernel zygote's folder
-    live = set()
-    for folder in (scratch.parent, temporary, *temporary.glob(f"{ZYGOTE_FOLDERS}*/kernels")):
-        with contextlib.suppress(OSError):  # a folder removed meanwhile
-            live.update(path.name for path in folder.iterdir())
-    for stale in parent.glob("bert-book-*"):  # groups whose sandbox is gone (its scratch folder deleted), emptied
-        if stale.name.removeprefix("bert-book-") not in live:
-            with contextlib.suppress(OSError):
-                stale.rmdir()
-    try:
-        group.mkdir(exist_ok=True)
-        (group / "pids.max").write_text(str(PROCESS_LIMIT))
-    except OSError:
-        return None
-    return group
-
-
-def release(scratch: Path) -> None:
-    """Remove the pids cgroup of a sandbox, once its processes are gone (up to 2 s; else the next sandbox does)."""
-    for parent in (CGROUP_PIDS, Path("/sys/fs/cgroup")):
-        group = parent / f"bert-book-{scratch.name}"
-        for _ in range(20):
-            try:
-                group.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:  # busy: the sandbox's last processes are still exiting
-                time.sleep(0.1)
+    return cgroups.pids_cgroup(scratch, PROCESS_LIMIT)
 
 
 # When the grader is root, each sandbox's processes run as an unprivileged user of their own: RLIMIT_NPROC counts a
@@ -118,24 +81,46 @@ def _drop_problem() -> str:
     return "" if result.returncode == 0 else (result.stderr.strip() or f"exit status {result.returncode}")[:200]
 
 
+def _owner(pid: str) -> int | None:
+    """The uid of process `pid`, or None if it has ended meanwhile (it then counts for nobody)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except FileNotFoundError:
+        return None
+
+
 def process_cap(scratch: Path) -> tuple[list[str], str]:
     """(command prefix, how the number of processes is capped): a pids cgroup, and RLIMIT_NPROC as a plain user."""
     group = _pids_cgroup(scratch)
     prefix, caps = [], []
     if group is not None:
-        prefix = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
+        prefix = _join(group)
         caps.append(f"pids cgroup (pids.max {PROCESS_LIMIT})")
     uid = sandbox_uid(scratch)
     if uid is not None:  # set inside bwrap (bwrap_command): a fresh uid has no process yet, so the cap is the sandbox's
         caps.append(f"RLIMIT_NPROC {PROCESS_LIMIT} as uid {uid}, not root")
     elif os.geteuid() != 0:  # RLIMIT_NPROC counts every process of the user: room for theirs, and the limit
-        running = sum(1 for entry in Path("/proc").iterdir() if entry.name.isdigit()
-                      and entry.stat().st_uid == os.geteuid())
+        running = sum(_owner(entry.name) == os.geteuid() for entry in os.scandir("/proc") if entry.name.isdigit())
         prefix += ["prlimit", f"--nproc={running + PROCESS_LIMIT}"]
         caps.append(f"RLIMIT_NPROC ({running} + {PROCESS_LIMIT})")
     if caps:
         return prefix, " and ".join(caps)
     return [], f"none: root without a writable pids cgroup, and no unprivileged uid ({_drop_problem()})"
+
+
+def memory_cap(scratch: Path, memory_mb: int) -> tuple[list[str], str]:
+    """(command prefix, how the sandbox's memory is capped): a memory cgroup for all its processes together, where
+    one can be made; else RLIMIT_DATA per process only, which shared memory does not count."""
+    group = cgroups.memory_cgroup(scratch, memory_mb)
+    if group is None:
+        return [], (f"none for the sandbox as a whole: no memory cgroup can be made here (RLIMIT_DATA {memory_mb} MiB "
+                    f"per process, tmpfs {TMPFS_MB} MiB each)")
+    return _join(group), f"memory cgroup ({memory_mb} MiB for all its processes, no swap)"
+
+
+def _join(group: Path) -> list[str]:
+    """A command prefix that moves itself into `group`, then runs the rest (exec: the same process, counted)."""
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
 
 
 def _open_parents(command: list[str]) -> list[str]:
@@ -154,7 +139,8 @@ def _mounts(scratch: Path, read_only: list[Path]) -> list[str]:
         raise FileNotFoundError(f"bwrap not found: {INSTALL_HINT}")
     # Mounts apply in order: /tmp first, so that a checkout, a venv or a scratch folder under /tmp is bound over it
     # instead of being hidden by it.
-    command = [bwrap, "--perms", "1777", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]  # /tmp for any uid
+    size = ["--size", str(TMPFS_MB * 1024 * 1024), "--perms", "1777"]  # /tmp for any uid, and only so much of it
+    command = [bwrap, *size, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
     for name in ETC:  # what the dynamic linker, fonts and certificates need; not /etc/shadow and the like
         if (Path("/etc") / name).exists():
             command += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -179,13 +165,16 @@ def kernel_environment(scratch: Path) -> dict[str, str]:
 
 def _closing(scratch: Path, namespaces: list[str], env: dict[str, str]) -> list[str]:
     """bwrap's last options: /dev, /proc, the namespaces, the read-only root, `scratch` as home, only `env`."""
-    command = ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc", *namespaces,
+    command = ["--dev", "/dev", "--size", str(TMPFS_MB * 1024 * 1024), "--perms", "1777", "--tmpfs", "/dev/shm",
+               "--proc", "/proc", *namespaces,
                "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", str(scratch), "--clearenv"]
     return command + [word for name, value in env.items() for word in ("--setenv", name, value)]
 
 
-def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: list[Path] = ()) -> list[str]:
-    """The cap, bwrap and prlimit prefix of a command run with `scratch` as its only writable directory."""
+def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: list[Path] = (),
+                  group_mb: int | None = None) -> list[str]:
+    """The caps, bwrap and prlimit prefix of a command run with `scratch` as its only writable directory: each
+    process's memory capped at `memory_mb`, all of them together at `group_mb` (default: the same)."""
     command = _mounts(scratch, read_only)
     uid = sandbox_uid(scratch)
     if uid is not None:
@@ -198,7 +187,7 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     if uid is not None:  # its only writable folder is its own; what it reads must be world-readable
         os.chown(scratch, uid, uid)
         inside = [*_setpriv(uid), *inside, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}"]
-    return process_cap(scratch)[0] + command + ["--", *inside]
+    return process_cap(scratch)[0] + memory_cap(scratch, group_mb or memory_mb)[0] + command + ["--", *inside]
 
 
 # The kernel zygote (zygote.py) makes each kernel's sandbox itself, from inside its own: it stays root, with
@@ -209,15 +198,15 @@ def zygote_command(folder: Path, modules: list[str]) -> list[str]:
     command = _mounts(folder, [ROOT / "tools"])
     if sandbox_uid(folder) is None:
         raise OSError(f"a kernel zygote needs a root grader that can switch uids ({_drop_problem()})")
-    cgroups = cgroup_parent()
-    bound = os.access(cgroups / "cgroup.procs", os.W_OK)
-    if bound:
-        command += ["--bind", str(cgroups), str(cgroups)]
+    bound = sorted({str(parent) for parent in (cgroup_parent(), cgroups.memory_parent())
+                    if os.access(parent / "cgroup.procs", os.W_OK)})  # pids and memory: one or two hierarchies
+    for parent in bound:
+        command += ["--bind", parent, parent]
     command += _open_parents(command)  # for the kernels' uids
     env = {**kernel_environment(folder), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}  # as ipykernel
     command += _closing(folder, [*AS_ROOT, "--cap-add", "CAP_SYS_ADMIN"], env)
     config = {"socket": str(folder / "zygote.sock"), "kernels": str(folder / "kernels"),
-              "cgroups": str(cgroups) if bound else "", "kept": [str(path) for path in _kernel_reads()]}
+              "cgroups": bound, "kept": [str(path) for path in _kernel_reads()], "tmpfs_mb": TMPFS_MB}
     return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.zygote", "serve",
                       json.dumps(config), *modules]
 
@@ -251,12 +240,14 @@ def bwrap_problem() -> str | None:
 def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote: str = "") -> type[AsyncKernelManager]:
     """A kernel manager whose kernel runs in a sandbox around `scratch`, reached over Unix sockets there: a fresh
     one, or one forked by the kernel zygote listening at `zygote` (scratch then lies in the zygote's folder)."""
+    uid = sandbox_uid(scratch)
+    zygote = zygote if uid is not None else ""  # a zygote's kernel runs as its sandbox's own uid, or not at all
     if zygote:
-        uid, group = sandbox_uid(scratch), _pids_cgroup(scratch)
+        groups = [group for group in (_pids_cgroup(scratch), cgroups.memory_cgroup(scratch, memory_mb)) if group]
         os.chown(scratch, uid, uid)
         request = {"scratch": str(scratch), "connection_file": str(scratch / "kernel.json"), "uid": uid,
                    "memory_mb": memory_mb, "processes": PROCESS_LIMIT, "env": kernel_environment(scratch),
-                   "cgroup": str(group / "cgroup.procs") if group else ""}
+                   "cgroups": [str(group / "cgroup.procs") for group in groups]}
         command = [sys.executable, "-m", "tools.classroom.zygote", "connect", zygote, json.dumps(request)]
     else:
         prefix = bwrap_command(scratch, memory_mb)

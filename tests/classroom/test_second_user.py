@@ -1,0 +1,110 @@
+"""Another local user's sockets in /tmp: a fake kernel zygote and a fake trusted server are refused, with a reason,
+and nothing is graded with them (handles.py, warm.find_zygote, relay.TrustedTests)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools.classroom import handles, warm
+
+STRANGER = 65534  # nobody: another local user, unprivileged
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a second uid needs a root test run (setpriv)")
+# The stranger's server: its own folder in /tmp, a socket in it; one line per connection it gets.
+LISTENER = r"""
+import os, socket, sys
+os.mkdir(sys.argv[1], 0o700)
+os.mkdir(os.path.join(sys.argv[1], "kernels"), 0o755)
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(os.path.join(sys.argv[1], sys.argv[2]))
+listener.listen(8)
+print("ready", flush=True)
+while True:
+    connection = listener.accept()[0]
+    print("connected", flush=True)
+    connection.send(b"!")  # counted: the caller may go
+    connection.close()
+"""
+
+
+@contextlib.contextmanager
+def planted(folder: Path, name: str):
+    """The stranger listening at folder/name; yields a list that holds, once it ended, each connection it got."""
+    process = subprocess.Popen(["setpriv", f"--reuid={STRANGER}", f"--regid={STRANGER}", "--clear-groups",
+                                "/usr/bin/python3", "-c", LISTENER, str(folder), name], stdout=subprocess.PIPE,
+                               text=True)
+    connections = []
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        assert os.stat(folder / name).st_uid == STRANGER
+        yield connections
+    finally:
+        process.kill()
+        connections += process.stdout.read().split()
+        process.wait()
+        process.stdout.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _knock(path: Path) -> None:
+    """Connect, and wait until the listener has counted it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.connect(str(path))
+        assert probe.recv(1) == b"!"
+
+
+def _notebook() -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell
+    return nbformat.v4.new_notebook(cells=[
+        cell("value = 2\n", metadata={"nbgrader": {"grade_id": "setup"}}),
+        cell("answer = value + 1\n", metadata={"nbgrader": {"grade_id": "a", "solution": True}}),
+        cell("assert answer == 3\n", metadata={"nbgrader": {"grade_id": "t", "grade": True, "points": 1}})])
+
+
+@root_only
+def test_a_strangers_trusted_server_and_zygote_are_refused_and_grade_nothing(bwrap, tmp_path):
+    from tools.classroom.execute import SandboxedExecute
+
+    name = Path(tempfile.mktemp(prefix=warm.TRUSTED_FOLDERS))  # a name the grader might be handed (a Dask task)
+    trusted, zygote = name / "trusted.sock", warm._zygote_folder(name) / "zygote.sock"
+    with planted(name, trusted.name) as to_server, planted(zygote.parent, zygote.name) as to_zygote:
+        assert f"belongs to uid {STRANGER}" in warm.trusted_problem(str(trusted))
+        found, why = warm.find_zygote(str(trusted))
+        assert found == "" and f"belongs to uid {STRANGER}" in why, why
+        with pytest.raises(handles.Refused, match=f"uid {STRANGER}"):
+            handles.connect(zygote, 0)
+        report = tmp_path / "report.json"
+        notebook = _notebook()
+        SandboxedExecute(report_path=str(report), trusted_server=str(trusted)).preprocess(
+            notebook, {"metadata": {"path": str(tmp_path)}})
+        notes = json.loads(report.read_text())["notes"]
+        _knock(trusted)  # the control: each fake listens, and counts a connection
+        _knock(zygote)
+    assert notebook.cells[2].outputs == []  # graded, and passed, by the grader's own fresh trusted process
+    assert [note.split(":")[0] for note in notes] == ["refused the kernel zygote at " + str(zygote),
+                                                      "refused the trusted server at " + str(trusted)], notes
+    assert to_server == to_zygote == ["connected"]  # the control's connection only: nothing else reached either
+
+
+def test_a_folder_others_may_write_into_or_a_link_is_refused(tmp_path):
+    folder = tmp_path / "folder"
+    folder.mkdir(mode=0o700)
+    handles.check_folder(folder, os.geteuid())  # the control: the grader's own folder passes
+    folder.chmod(0o777)
+    with pytest.raises(handles.Refused, match="others may write"):
+        handles.check_folder(folder, os.geteuid())
+    (tmp_path / "link").symlink_to(folder)
+    with pytest.raises(handles.Refused, match="not a folder"):
+        handles.check_folder(tmp_path / "link", os.geteuid())
+    with pytest.raises(handles.Refused, match="belongs to uid"):
+        handles.check_folder(tmp_path, os.geteuid() + 1)
+
