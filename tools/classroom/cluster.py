@@ -100,19 +100,25 @@ def save_graded(course_dir: Path, chapter: str, student: str, notebook: str) -> 
 
 @contextlib.contextmanager
 def open_client(workers: int, scheduler: str | None = None):
-    """A Dask client: on the scheduler at `scheduler`, or on a local cluster of `workers` processes, 1 thread each."""
+    """A Dask client: on the scheduler at `scheduler` (with Dask's configured security: TLS, book/teachers.md), or on
+    a local cluster of `workers` processes, 1 thread each, that only this process can reach."""
     import dask
     from distributed import Client, LocalCluster
+    from distributed.security import Security
 
     if scheduler:
         with Client(scheduler) as client:
             yield client
         return
+    # A worker runs the tasks it is sent (pickled) as the grader, root on the fast path: the scheduler and workers
+    # speak TLS with a certificate made here, in memory, and require it of every peer; another local user has none.
+    security = Security.temporary()
     # not daemonic: a worker forks each submission's grading child from its warm server (children.py)
     with dask.config.set({"distributed.worker.daemon": False}), \
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", silence_logs=40,
-                         dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
-            Client(cluster) as client:  # no dashboard; the scheduler's HTTP server on a free local port
+                         dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                         security=security, protocol="tls://") as cluster, \
+            Client(cluster, security=security) as client:  # no dashboard; the scheduler's HTTP server on a free port
         yield client
 
 
