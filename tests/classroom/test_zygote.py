@@ -220,7 +220,8 @@ def test_a_pids_cgroup_lives_while_its_folder_does_in_the_temporary_folder_or_a_
     ({"cgroups": "CGROUPS/bert-book-grading-x/cgroup.procs"}, "not a sandbox's cgroups"),
     ({"uid": 999}, "system user"),
     ({"uid": "1900000001"}, "positive integers"),
-    ({"memory_mb": -1}, "positive integers"),
+    ({"policy": {"memory_mb": -1, "processes": 64, "tmpfs_mb": 256}}, "positive integers"),
+    ({"policy": {"memory_mb": 2048, "processes": 64}}, "positive integers"),
     ({"cgroups": ["/etc/passwd"]}, "not a sandbox's cgroups"),
 ])
 def test_a_request_for_anything_but_a_kernels_sandbox_is_refused(tmp_path, change, reason):
@@ -229,7 +230,7 @@ def test_a_request_for_anything_but_a_kernels_sandbox_is_refused(tmp_path, chang
     kernels, cgroups = tmp_path / "kernels", tmp_path / "cgroups"
     (kernels / "grading-x").mkdir(parents=True)
     (kernels / "link").symlink_to(kernels / "grading-x")
-    request = {"scratch": str(kernels / "grading-x"), "uid": 1_900_000_001, "memory_mb": 2048, "processes": 64,
+    request = {"scratch": str(kernels / "grading-x"), "uid": 1_900_000_001, "policy": sandbox.POLICY.limits(),
                "cgroups": [str(cgroups / "bert-book-grading-x" / "cgroup.procs")]}
     assert _refused(request, kernels, [str(cgroups)]) == ""
     change = json.loads(json.dumps(change).replace("KERNELS", str(kernels)).replace("CGROUPS", str(cgroups)))
@@ -308,3 +309,13 @@ def test_a_tripped_fork_guard_gives_a_fresh_kernel_and_says_so(bwrap, tmp_path):
     seen = json.loads(report.read_text())
     assert seen["kernel"] == "fresh" and any("fork guard" in note for note in seen["notes"]), seen
     assert notebook.cells[2].outputs == []  # graded all the same
+
+
+def test_a_policy_no_enforcer_can_keep_is_refused():
+    from tools.classroom.policy import SandboxPolicy
+
+    with pytest.raises(ValueError, match="network=True"):
+        SandboxPolicy(network=True)
+    with pytest.raises(ValueError, match="memory_mb=0"):
+        SandboxPolicy(memory_mb=0)
+    assert SandboxPolicy(memory_mb=512).limits() == {"memory_mb": 512, "processes": 64, "tmpfs_mb": 256}

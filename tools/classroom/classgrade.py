@@ -20,6 +20,7 @@ import nbformat
 from tools.classroom.course import COURSE_ID, alembic_head, gradebook_url
 from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
 from tools.classroom.grading import check_submission
+from tools.classroom.policy import POLICY
 from tools.classroom.sandbox import bwrap_problem
 from tools.classroom.schema import ExerciseError
 from tools.environment import venv_environment
@@ -28,7 +29,7 @@ NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook:
 # The outer limit of one submission exceeds everything inside it: the kernel's start, the notebook's own limit (every
 # cell and probe), and nbgrader's steps. A notebook that runs out of its own time is partly graded, not lost.
 SUBMISSION_LIMIT = STARTUP_LIMIT + NOTEBOOK_LIMIT + NBGRADER_OVERHEAD
-CELL_TIMEOUT = 30  # seconds for an answer or test cell (the setup cell has 300)
+CELL_TIMEOUT = POLICY.cell_s  # seconds for an answer or test cell (the setup cell has POLICY.setup_s)
 WARM_CHAPTERS = 12  # warm trusted servers one plain `nbgrader autograde` process keeps (its chapters, in turn)
 
 

@@ -16,16 +16,17 @@ from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
 from tools.classroom.cgroups import oom_kills
+from tools.classroom.policy import POLICY
 from tools.classroom.relay import TrustedTests
 from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, memory_cap, process_cap, release
 from tools.classroom.trusted import is_test
 from tools.classroom.warm import find_zygote
 
 SLOW_CELLS = ("install", "setup")  # loading torch, transformers and the checkpoint
-NOTEBOOK_LIMIT = 900  # seconds for the whole notebook, its test cells included
-STARTUP_LIMIT = 180  # seconds for the sandboxed kernel to start and answer
-CELL_OUTPUT_CAP = 1_000_000  # characters of output one cell keeps
-NOTEBOOK_OUTPUT_CAP = 5_000_000  # characters of output the whole notebook keeps
+NOTEBOOK_LIMIT = POLICY.notebook_s  # seconds for the whole notebook, its test cells included
+STARTUP_LIMIT = POLICY.startup_s  # seconds for the sandboxed kernel to start and answer
+CELL_OUTPUT_CAP = POLICY.cell_output  # characters of output one cell keeps
+NOTEBOOK_OUTPUT_CAP = POLICY.notebook_output  # characters of output the whole notebook keeps
 ERROR_CAP = 10_000  # characters of an error's message, and of each line of its traceback
 
 
@@ -50,8 +51,8 @@ def _test_outputs(cell: NotebookNode, result: dict) -> None:
 class SandboxedExecute(Execute):
     """The student's cells in a bwrap sandbox, cell by cell; each test cell in the trusted process, in order."""
 
-    setup_timeout = Integer(300, help="seconds for the setup (and install) cell").tag(config=True)
-    cell_timeout = Integer(30, help="seconds for any other cell").tag(config=True)
+    setup_timeout = Integer(POLICY.setup_s, help="seconds for the setup (and install) cell").tag(config=True)
+    cell_timeout = Integer(POLICY.cell_s, help="seconds for any other cell").tag(config=True)
     notebook_timeout = Integer(NOTEBOOK_LIMIT, help="seconds for the whole notebook, tests included").tag(config=True)
     memory_mb = Integer(MEMORY_LIMIT_MB, help="the kernel's memory cap (RLIMIT_DATA), in MiB").tag(config=True)
     report_path = Unicode("", help="where to write the JSON report of the run").tag(config=True)

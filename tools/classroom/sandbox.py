@@ -17,11 +17,10 @@ from jupyter_client.manager import AsyncKernelManager
 
 from tools.classroom import cgroups
 from tools.classroom.cgroups import cgroup_parent, release
-from tools.environment import OFFLINE, ROOT
+from tools.classroom.policy import POLICY, SandboxPolicy
+from tools.environment import ROOT
 
-MEMORY_LIMIT_MB = 2048
-ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts", "localtime", "passwd", "group",
-       "nsswitch.conf", "ssl", "ca-certificates", "mime.types", "hosts")
+MEMORY_LIMIT_MB, PROCESS_LIMIT, TMPFS_MB = POLICY.memory_mb, POLICY.processes, POLICY.tmpfs_mb
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
 
 
@@ -34,8 +33,6 @@ def _kernel_reads() -> list[Path]:
     return [*sorted(root for root in roots if root.is_dir()), ROOT / "helpers"]
 
 
-PROCESS_LIMIT = 64  # processes and threads in one sandbox: torch's thread pool fits, a fork bomb does not
-TMPFS_MB = 256  # the size of each tmpfs a sandbox gets (/tmp, /dev/shm): its pages are memory
 
 
 def _pids_cgroup(scratch: Path) -> Path | None:
@@ -47,7 +44,7 @@ def _pids_cgroup(scratch: Path) -> Path | None:
 # Python it binds may sit under a folder only root can enter); the process inside it switches uid before it runs
 # Python. The uids come from a range systemd leaves unassigned (above the containers' 524288-1879048191), one per
 # sandbox, from its scratch folder's random name.
-SANDBOX_UID_BASE, SANDBOX_UID_SPAN = 1_900_000_000, 1 << 24
+SANDBOX_UID_BASE, SANDBOX_UID_SPAN = POLICY.uid_base, POLICY.uid_span
 # bwrap's namespaces but the user one, which would map the sandbox's uids back to root; and the two capabilities the
 # first process inside needs to switch to the sandbox's uid (setpriv drops them with root).
 AS_ROOT = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -139,9 +136,9 @@ def _mounts(scratch: Path, read_only: list[Path]) -> list[str]:
         raise FileNotFoundError(f"bwrap not found: {INSTALL_HINT}")
     # Mounts apply in order: /tmp first, so that a checkout, a venv or a scratch folder under /tmp is bound over it
     # instead of being hidden by it.
-    size = ["--size", str(TMPFS_MB * 1024 * 1024), "--perms", "1777"]  # /tmp for any uid, and only so much of it
-    command = [bwrap, *size, "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
-    for name in ETC:  # what the dynamic linker, fonts and certificates need; not /etc/shadow and the like
+    size = ["--size", str(POLICY.tmpfs_mb << 20), "--perms", "1777"]  # /tmp for any uid, and only so much of it
+    command = [bwrap, *size, "--tmpfs", POLICY.tmpfs[0], "--ro-bind", "/usr", "/usr"]
+    for name in POLICY.etc:  # what the dynamic linker, fonts and certificates need; not /etc/shadow and the like
         if (Path("/etc") / name).exists():
             command += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for name in ("bin", "lib", "lib64", "sbin"):  # merged-/usr systems link these; others have them as folders
@@ -156,16 +153,13 @@ def _mounts(scratch: Path, read_only: list[Path]) -> list[str]:
 
 
 def kernel_environment(scratch: Path) -> dict[str, str]:
-    """The whole environment of a sandboxed process whose home is `scratch`."""
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(scratch), "PYTHONPATH": str(ROOT),
-           "MPLCONFIGDIR": str(scratch / ".matplotlib"), **OFFLINE, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get("BERT_BOOK_CHECKPOINT", "")}
-    return {name: value for name, value in env.items() if value}
+    """The whole environment of a sandboxed process whose home is `scratch` (the policy's)."""
+    return POLICY.environment(scratch)
 
 
 def _closing(scratch: Path, namespaces: list[str], env: dict[str, str]) -> list[str]:
     """bwrap's last options: /dev, /proc, the namespaces, the read-only root, `scratch` as home, only `env`."""
-    command = ["--dev", "/dev", "--size", str(TMPFS_MB * 1024 * 1024), "--perms", "1777", "--tmpfs", "/dev/shm",
+    command = ["--dev", "/dev", "--size", str(POLICY.tmpfs_mb << 20), "--perms", "1777", "--tmpfs", POLICY.tmpfs[1],
                "--proc", "/proc", *namespaces,
                "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", str(scratch), "--clearenv"]
     return command + [word for name, value in env.items() for word in ("--setenv", name, value)]
@@ -206,7 +200,7 @@ def zygote_command(folder: Path, modules: list[str]) -> list[str]:
     env = {**kernel_environment(folder), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}  # as ipykernel
     command += _closing(folder, [*AS_ROOT, "--cap-add", "CAP_SYS_ADMIN"], env)
     config = {"socket": str(folder / "zygote.sock"), "kernels": str(folder / "kernels"),
-              "cgroups": bound, "kept": [str(path) for path in _kernel_reads()], "tmpfs_mb": TMPFS_MB}
+              "cgroups": bound, "kept": [str(path) for path in _kernel_reads()], "tmpfs": list(POLICY.tmpfs)}
     return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.zygote", "serve",
                       json.dumps(config), *modules]
 
@@ -245,8 +239,9 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
     if zygote:
         groups = [group for group in (_pids_cgroup(scratch), cgroups.memory_cgroup(scratch, memory_mb)) if group]
         os.chown(scratch, uid, uid)
+        policy = SandboxPolicy(memory_mb=memory_mb).limits()  # what the zygote's fork enforces, as prlimit does
         request = {"scratch": str(scratch), "connection_file": str(scratch / "kernel.json"), "uid": uid,
-                   "memory_mb": memory_mb, "processes": PROCESS_LIMIT, "env": kernel_environment(scratch),
+                   "policy": policy, "env": kernel_environment(scratch),
                    "cgroups": [str(group / "cgroup.procs") for group in groups]}
         command = [sys.executable, "-m", "tools.classroom.zygote", "connect", zygote, json.dumps(request)]
     else:

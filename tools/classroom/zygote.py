@@ -76,13 +76,13 @@ def _isolate(scratch: tuple[str, int], hidden: list[str], covered: list[str], ke
         os.close(fd)
 
 
-def _drop(uid: int, memory_mb: int, processes: int) -> None:
-    """The limits, a new session, the sandbox's own uid (which clears every capability), no new privileges."""
+def _drop(uid: int, policy: dict) -> None:
+    """The policy's limits, a new session, the sandbox's own uid (which clears every capability), no new privileges."""
     os.setsid()
-    limit = memory_mb * 1024 * 1024
+    limit = policy["memory_mb"] << 20
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    resource.setrlimit(resource.RLIMIT_NPROC, (policy["processes"], policy["processes"]))
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
@@ -95,7 +95,7 @@ def _drop(uid: int, memory_mb: int, processes: int) -> None:
 def _kernel(request: dict) -> None:
     """The kernel's own process: dropped to the sandbox's uid, nothing of the zygote's open, then ipykernel."""
     scratch = request["scratch"]
-    _drop(request["uid"], request["memory_mb"], request["processes"])
+    _drop(request["uid"], request["policy"])
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -162,8 +162,10 @@ def _refused(request: dict, kernels: Path, cgroups: list[str]) -> str:
     scratch = request.get("scratch")
     if not _plain(scratch) or Path(scratch).parent != kernels or not _folder(scratch):
         return f"the folder {scratch!r} is not one of the zygote's kernels' folders"
-    if not all(type(request.get(key)) is int and request[key] > 0 for key in ("uid", "memory_mb", "processes")):
-        return "the uid and the limits must be positive integers"
+    policy = request.get("policy")
+    if type(policy) is not dict or sorted(policy) != ["memory_mb", "processes", "tmpfs_mb"] or not all(
+            type(value) is int and value > 0 for value in [request.get("uid"), *policy.values()]):
+        return "the uid and the policy's limits (memory_mb, processes, tmpfs_mb) must be positive integers"
     if request["uid"] < 1000:
         return f"uid {request['uid']} is a system user's"
     groups = request.get("cgroups")
@@ -191,7 +193,7 @@ def _serve_one(connection: socket.socket, kernels: Path, cgroups: list[str], mou
         frames.send(fd, {"exit": 1, "error": f"refused: {problem}"})
         return
     procs = [os.open(group, os.O_WRONLY) for group in request["cgroups"]]
-    _isolate((request["scratch"], scratch), *mounts)
+    _isolate((request["scratch"], scratch), *mounts, request["policy"]["tmpfs_mb"])
     go_read, go_write = os.pipe()
     init = os.fork()
     if init == 0:
@@ -231,7 +233,7 @@ def serve(config: dict, modules: list[str]) -> None:
             importlib.import_module(module)
     kernels, cgroups = Path(config["kernels"]), config["cgroups"]
     hidden = [str(ROOT / "tools"), *cgroups]
-    covered = ["/tmp", "/dev/shm", *([] if Path("/tmp") in kernels.parents else [str(kernels.parent)])]
+    covered = [*config["tmpfs"], *([] if Path("/tmp") in kernels.parents else [str(kernels.parent)])]
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(config["socket"])
     listener.listen(16)
@@ -248,7 +250,7 @@ def serve(config: dict, modules: list[str]) -> None:
         elif os.fork() == 0:
             try:
                 listener.close()
-                _serve_one(connection, kernels, cgroups, [hidden, covered, config["kept"], config["tmpfs_mb"]])
+                _serve_one(connection, kernels, cgroups, [hidden, covered, config["kept"]])
             except Exception as error:  # noqa: BLE001 (the caller hears why, and its kernel never started)
                 with contextlib.suppress(OSError):
                     frames.send(connection.fileno(), {"exit": 1, "error": f"{type(error).__name__}: {error}"})
