@@ -99,3 +99,21 @@ def test_a_notebook_from_a_worker_with_other_cells_is_not_saved_as_grades(course
     nbformat.write(same, tmp_path / "ran.ipynb")
     replayed, _ = ReplayOutputs(executed_path=str(tmp_path / "ran.ipynb")).preprocess(released(course, MAIN), {})
     assert next(cell for cell in replayed.cells if cell.cell_type == "code").outputs == code.outputs
+
+
+def test_the_other_platforms_shapes_carry_each_cells_points_and_a_not_graded_notebook_scores_nothing():
+    from tools.classroom import platforms
+
+    graded = {"status": "partly graded", "reason": "the kernel died", "flags": ["t2 ran past its time limit"],
+              "points": {"t1": 2.0, "t2": 0.0}, "max_points": {"t1": 2.0, "t2": 1.0}, "timings": {"command_s": 12.4}}
+    shape = platforms.gradescope(graded)
+    assert shape["score"] == 2.0 and shape["execution_time"] == 12
+    assert [(t["name"], t["score"], t["max_score"], t["status"]) for t in shape["tests"]] == [
+        ("t1", 2.0, 2.0, "passed"), ("t2", 0.0, 1.0, "failed")]
+    assert shape["output"] == "partly graded; the kernel died; t2 ran past its time limit"
+    prairie = platforms.prairielearn(graded)
+    assert prairie["gradable"] and prairie["score"] == 2 / 3 and len(prairie["tests"]) == 2
+    refused = {"status": "not graded", "reason": "nbgrader failed", "flags": [], "points": None, "max_points": None,
+               "timings": {"command_s": 3.0}}
+    assert platforms.gradescope(refused)["score"] == 0 and platforms.gradescope(refused)["tests"] == []
+    assert not platforms.prairielearn(refused)["gradable"] and platforms.prairielearn(refused)["score"] == 0.0
