@@ -9,7 +9,7 @@ import json
 import nbformat
 
 from tools.classroom import sandbox
-from tools.classroom.classgrade import _record
+from tools.classroom.records import make_record
 
 CAP_MB = 512  # the sandbox's cap here; RLIMIT_DATA is the same per process, so each hog below passes it alone
 SHM = """
@@ -58,7 +58,7 @@ def _graded(tmp_path) -> tuple[list[str], dict]:
 def test_dev_shm_and_a_gang_of_processes_stop_at_the_sandboxs_memory(bwrap, tmp_path):
     (shm, gang), report = _graded(tmp_path)
     assert "No space left on device" in shm and int(shm.split("written MiB:")[1]) <= sandbox.TMPFS_MB, shm
-    record = _record("someone", "", 1.0, report, "", [])
+    record = make_record("someone", "", 1.0, report, "", [])
     if report["memory_cap"].startswith("none"):  # no memory cgroup here: the record says so, nothing stops the gang
         assert "no memory cgroup" in record.memory_cap and "killed: 0" in gang, (record, gang)
         return

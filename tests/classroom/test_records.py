@@ -12,8 +12,10 @@ import sys
 import pytest
 
 from tests.classroom.conftest import MAIN, released
-from tools.classroom import classgrade, warm
-from tools.classroom.classgrade import RUNNING, Record, grade_class, read_records, real_error
+from tools.classroom import classgrade, submission, warm
+from tools.classroom.classgrade import grade_class
+from tools.classroom.records import Record, read_records, real_error
+from tools.classroom.submission import RUNNING, stop_children
 
 
 def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course, tmp_path, monkeypatch):
@@ -35,7 +37,7 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course
         return Record(student, "graded", digest=digest)
 
     monkeypatch.setattr(classgrade, "preflight", lambda course_dir, chapter: "")
-    monkeypatch.setattr(classgrade, "grade_student", grade_student)
+    monkeypatch.setattr(submission, "grade_student", grade_student)
     monkeypatch.setattr(warm, "server_for", lambda notebook: "")  # no trusted server for grades made up here
     with pytest.raises(KeyboardInterrupt):
         grade_class(root, MAIN, workers=1, log=lambda line: None)
@@ -54,7 +56,7 @@ def test_stopping_ends_every_running_child_and_its_own_children():
     grandchild = os.pidfd_open(int(child.stdout.readline()))  # held from here: its end is seen, never a reused pid
     RUNNING.add(child)
     try:
-        classgrade._stop_children()
+        stop_children()
     finally:
         RUNNING.discard(child)
     try:

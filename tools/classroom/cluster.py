@@ -15,7 +15,9 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
-from tools.classroom import classgrade, warm
+from tools.classroom import submission, warm
+from tools.classroom.nbconfig import nbgrader_config, scratch_url
+from tools.classroom.records import real_error
 
 _SCRATCH: dict[tuple[str, str], Path] = {}  # (chapter, source digest) -> this worker process's scratch course
 
@@ -31,10 +33,10 @@ def _scratch_course(chapter: str, source: str) -> Path:
         folder = root / "source" / chapter
         folder.mkdir(parents=True)
         (folder / f"{chapter}.ipynb").write_text(source)
-        config = classgrade.nbgrader_config(root, db_url=classgrade.scratch_url(root))
+        config = nbgrader_config(root, db_url=scratch_url(root))
         result = NbGraderAPI(config=config).generate_assignment(chapter, force=True)
         if not result["success"]:
-            raise RuntimeError(f"generate_assignment failed in {root}: {classgrade.real_error(result['log'])}")
+            raise RuntimeError(f"generate_assignment failed in {root}: {real_error(result['log'])}")
         _SCRATCH[key] = root
     return _SCRATCH[key]
 
@@ -52,7 +54,7 @@ def grade_remote(task: dict) -> dict:
         server = task.get("trusted_server", "")
         if warm.trusted_problem(server):  # a worker on another machine, or a socket not the grader's: its own server
             server = warm.server_for(task["source"])
-        record = classgrade.grade_student(course, chapter, student, task["digest"], task["notes"],
+        record = submission.grade_student(course, chapter, student, task["digest"], task["notes"],
                                           task["cell_timeout"], server)
         graded = course / "autograded" / student / chapter / f"{chapter}.ipynb"
         notebook = graded.read_text() if graded.exists() else None
@@ -87,7 +89,7 @@ def save_graded(course_dir: Path, chapter: str, student: str, notebook: str) -> 
     with tempfile.TemporaryDirectory(prefix="graded-") as folder:
         path = Path(folder) / f"{chapter}.ipynb"
         path.write_text(notebook)
-        config = classgrade.nbgrader_config(course_dir)
+        config = nbgrader_config(course_dir)
         config.Autograde.autograde_preprocessors = [
             ReplayOutputs if step.__name__ == "SandboxedExecute" else step
             for step in config.Autograde.autograde_preprocessors]
@@ -95,7 +97,7 @@ def save_graded(course_dir: Path, chapter: str, student: str, notebook: str) -> 
         with warnings.catch_warnings():  # nbgrader's own SQLAlchemy warnings about its session: not ours to fix
             warnings.simplefilter("ignore")
             result = NbGraderAPI(config=config).autograde(chapter, student, force=True, create=True)
-    return "" if result["success"] else f"saving into the gradebook failed: {classgrade.real_error(result['log'])}"
+    return "" if result["success"] else f"saving into the gradebook failed: {real_error(result['log'])}"
 
 
 @contextlib.contextmanager
@@ -124,6 +126,6 @@ def open_client(workers: int, scheduler: str | None = None):
 
 def stop_running() -> int:
     """On a worker (Client.run): end the grading children it runs now; how many there were."""
-    count = len(classgrade.RUNNING)
-    classgrade._stop_children()
+    count = len(submission.RUNNING)
+    submission.stop_children()
     return count
