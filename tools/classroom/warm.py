@@ -194,9 +194,9 @@ def _remove_stale() -> None:
     for path in [*temporary.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"),
                  *temporary.glob(f"{cgroups.ZYGOTE_FOLDERS}*/zygote.sock")]:
         owner = trusted_owner(path.parent) if path.name == "trusted.sock" else 0
-        try:  # a folder another user made is never this grader's to remove
+        try:  # a folder another user made is never this grader's to remove (nor one removed meanwhile)
             handles.check_socket(path, owner)
-        except handles.Refused:
+        except OSError:
             continue
         if isinstance(_knock(str(path)), ConnectionRefusedError):
             shutil.rmtree(path.parent, ignore_errors=True)
