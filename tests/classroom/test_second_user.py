@@ -52,7 +52,12 @@ def planted(folder: Path, name: str):
         connections += process.stdout.read().split()
         process.wait()
         process.stdout.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            warm._remove_stale()  # its server has ended: a sweep finds nothing listening there
+            left = (folder / name).exists()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    assert left, "the grader removed another user's folder"
 
 
 def _knock(path: Path) -> None:
@@ -108,3 +113,19 @@ def test_a_folder_others_may_write_into_or_a_link_is_refused(tmp_path):
     with pytest.raises(handles.Refused, match="belongs to uid"):
         handles.check_folder(tmp_path, os.geteuid() + 1)
 
+
+
+@root_only
+def test_a_strangers_dead_server_folder_is_not_the_graders_to_remove():
+    """The sweep of folders whose server is gone (warm._remove_stale) leaves another user's alone; the control: the
+    grader's own folder, with nothing listening, is removed."""
+    name = Path(tempfile.mktemp(prefix=warm.TRUSTED_FOLDERS))
+    with planted(name, "trusted.sock"):
+        pass  # planted checks, once the stranger's server has ended, that the sweep left its folder
+    own = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS))
+    os.chown(own, warm.trusted_owner(own), -1)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
+        gone.bind(str(own / "trusted.sock"))  # bound, never listening: a server that ended
+        os.chown(own / "trusted.sock", warm.trusted_owner(own), -1)
+    warm._remove_stale()
+    assert not own.exists()
