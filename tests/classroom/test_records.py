@@ -107,7 +107,8 @@ def test_the_other_platforms_shapes_carry_each_cells_points_and_a_not_graded_not
     from tools.classroom import platforms
 
     graded = {"status": "partly graded", "reason": "the kernel died", "flags": ["t2 ran past its time limit"],
-              "points": {"t1": 2.0, "t2": 0.0}, "max_points": {"t1": 2.0, "t2": 1.0}, "timings": {"command_s": 12.4}}
+              "points": {"t1": 2.0, "t2": 0.0, "written": None}, "max_points": {"t1": 2.0, "t2": 1.0, "written": 2.0},
+              "timings": {"command_s": 12.4}}  # the written answer awaits hand grading: no test, no 0
     shape = platforms.gradescope(graded)
     assert shape["score"] == 2.0 and shape["execution_time"] == 12
     assert [(t["name"], t["score"], t["max_score"], t["status"]) for t in shape["tests"]] == [

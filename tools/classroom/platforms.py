@@ -4,9 +4,10 @@ from __future__ import annotations
 
 
 def _tests(results: dict) -> list[tuple[str, float, float]]:
-    """(test cell, points, maximum) of each autograded cell; none when the notebook was not graded."""
+    """(cell, points, maximum) of each scored cell (a written answer not yet graded by hand has no score: left out);
+    none when the notebook was not graded."""
     points, most = results.get("points") or {}, results.get("max_points") or {}
-    return [(name, float(points[name]), float(most[name])) for name in sorted(most)]
+    return [(name, float(points[name]), float(most[name])) for name in sorted(most) if points.get(name) is not None]
 
 
 def _note(results: dict) -> str:
