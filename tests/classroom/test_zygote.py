@@ -20,6 +20,7 @@ import pytest
 from nbclient import NotebookClient
 
 from tools.classroom import sandbox, warm
+from tools.classroom.policy import POLICY
 from tools.environment import ROOT
 
 # A grader that is not root starts a fresh sandbox per kernel (test_sandbox.py checks that its records say so).
@@ -318,4 +319,39 @@ def test_a_policy_no_enforcer_can_keep_is_refused():
         SandboxPolicy(network=True)
     with pytest.raises(ValueError, match="memory_mb=0"):
         SandboxPolicy(memory_mb=0)
-    assert SandboxPolicy(memory_mb=512).limits() == {"memory_mb": 512, "processes": 64, "tmpfs_mb": 256}
+    assert SandboxPolicy(memory_mb=512).limits() == {"memory_mb": 512, "processes": 64, "tmpfs_mb": 256,
+                                                     "file_mb": 256}
+
+
+FILL = """
+import errno, json, os
+home, seen = os.environ["HOME"], {"files": []}
+mounts = [line.split() for line in open("/proc/self/mountinfo")]
+under = max((m for m in mounts if (home + "/").startswith(m[4].rstrip("/") + "/")), key=lambda m: len(m[4]))
+seen["type"], fs = under[under.index("-") + 1], os.statvfs(home)
+seen["size MiB"] = fs.f_blocks * fs.f_frsize >> 20
+for n in range(12):  # files of up to file_mb + 32 MiB each, 32 MiB at a time: 600 MiB at most in all
+    written = 0
+    try:
+        with open(f"{home}/fill{n}", "wb") as file:
+            while written < seen.get("file cap", 1 << 30) and sum(seen["files"]) + written < 600:
+                file.write(b"x" * (32 << 20)); file.flush(); os.fsync(file.fileno()); written += 32
+    except OSError as error:
+        seen.setdefault("errors", []).append(errno.errorcode[error.errno])
+    seen["files"].append(written)
+    seen.setdefault("file cap", written)
+    if sum(seen["files"]) >= 600 or "ENOSPC" in seen.get("errors", []):
+        break
+print(json.dumps(seen))
+"""
+
+
+@root_only
+def test_a_kernels_writable_home_is_a_sized_tmpfs_and_no_file_grows_past_file_mb(server):
+    forked, fresh = _run(warm.zygote_socket(server), FILL), _run("", FILL)
+    for seen in (forked, fresh):  # on a tmpfs: what the student writes is memory, never the host's disk
+        assert seen["type"] == "tmpfs" and seen["errors"][0] == "EFBIG", seen
+        assert seen["files"][0] == seen["file cap"] == POLICY.file_mb, seen
+    assert fresh["size MiB"] == POLICY.scratch_mb and fresh["errors"][-1] == "ENOSPC", fresh
+    assert sum(fresh["files"]) <= POLICY.scratch_mb, fresh
+    assert forked["size MiB"] == warm.ZYGOTE_KERNELS * POLICY.scratch_mb, forked

@@ -23,6 +23,8 @@ class SandboxPolicy:
     processes: int = 64  # processes and threads (pids cgroup; RLIMIT_NPROC as its own uid): torch fits, a bomb not
     tmpfs_mb: int = 256  # each fresh tmpfs (below): its pages are memory
     tmpfs: tuple[str, ...] = ("/tmp", "/dev/shm")
+    scratch_mb: int = 512  # the writable home: a tmpfs of this size (root grader), never the host's disk
+    file_mb: int = 256  # RLIMIT_FSIZE: no file a sandboxed process writes grows past this
     network: bool = False  # no network namespace of the host's: not even loopback
     uid_base: int = 1_900_000_000  # each sandbox's own uid, from a range systemd leaves unassigned (root grader)
     uid_span: int = 1 << 24
@@ -38,13 +40,14 @@ class SandboxPolicy:
     def __post_init__(self):
         if self.network:
             raise ValueError("SandboxPolicy(network=True): no enforcer gives a sandbox the network; pass False")
-        for name in ("memory_mb", "processes", "tmpfs_mb"):
+        for name in ("memory_mb", "processes", "tmpfs_mb", "scratch_mb", "file_mb"):
             if type(getattr(self, name)) is not int or getattr(self, name) <= 0:
                 raise ValueError(f"SandboxPolicy({name}={getattr(self, name)!r}): pass a positive int")
 
     def limits(self) -> dict[str, int]:
         """The caps a forked kernel sets on itself (zygote.py), as the bwrap path sets them with prlimit."""
-        return {name: value for name, value in asdict(self).items() if name in ("memory_mb", "processes", "tmpfs_mb")}
+        kept = ("memory_mb", "processes", "tmpfs_mb", "file_mb")
+        return {name: value for name, value in asdict(self).items() if name in kept}
 
     def environment(self, home: Path) -> dict[str, str]:
         """The whole environment of a sandboxed process whose home is `home`."""

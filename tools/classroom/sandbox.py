@@ -16,12 +16,28 @@ from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
 from tools.classroom import cgroups
-from tools.classroom.cgroups import cgroup_parent, release
+from tools.classroom.cgroups import cgroup_parent
 from tools.classroom.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
 
 MEMORY_LIMIT_MB, PROCESS_LIMIT, TMPFS_MB = POLICY.memory_mb, POLICY.processes, POLICY.tmpfs_mb
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
+
+
+def size_folder(folder: Path, mb: int = POLICY.scratch_mb) -> None:
+    """A root grader mounts a tmpfs of `mb` MiB on the fresh, empty `folder`: what a sandbox writes there is memory
+    (its cgroup's), never the host's disk. A plain user cannot: RLIMIT_FSIZE (policy.file_mb) caps each file."""
+    if os.geteuid() == 0 and not os.path.ismount(folder):
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m,mode=0755,nosuid,nodev", "tmpfs", str(folder)],
+                       check=True, capture_output=True)
+
+
+def release(folder: Path) -> None:
+    """After the sandbox: its folder's tmpfs unmounted, the folder removed, its cgroups released."""
+    if os.path.ismount(folder):
+        subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    cgroups.release(folder)
 
 
 def _kernel_reads() -> list[Path]:
@@ -169,6 +185,7 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
                   group_mb: int | None = None) -> list[str]:
     """The caps, bwrap and prlimit prefix of a command run with `scratch` as its only writable directory: each
     process's memory capped at `memory_mb`, all of them together at `group_mb` (default: the same)."""
+    size_folder(scratch)
     command = _mounts(scratch, read_only)
     uid = sandbox_uid(scratch)
     if uid is not None:
@@ -177,7 +194,7 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     # RLIMIT_DATA caps heap and anonymous memory (what a tensor or a list takes), not the shared libraries mapped
     # from disk: torch keeps working, and an allocation past the cap raises MemoryError in the student's cell.
     limit = memory_mb * 1024 * 1024
-    inside = ["prlimit", f"--data={limit}:{limit}", "--core=0"]
+    inside = ["prlimit", f"--data={limit}:{limit}", "--core=0", f"--fsize={POLICY.file_mb << 20}"]
     if uid is not None:  # its only writable folder is its own; what it reads must be world-readable
         os.chown(scratch, uid, uid)
         inside = [*_setpriv(uid), *inside, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}"]

@@ -31,6 +31,7 @@ from tools.environment import ROOT
 
 SETUP_LIMIT = 300  # seconds for the server's one run of the setup
 SERVER_MEMORY_FACTOR = 4  # the server and its forks (a submission's test cells each) together: 4 kernels' cap
+ZYGOTE_KERNELS = 4  # the zygote's kernels' folders share a tmpfs of this many sandboxes' scratch_mb
 TRUSTED_FOLDERS = "grading-trusted-"  # the trusted servers' folders, each with its socket
 _SERVERS: dict[str, TrustedServer] = {}  # setup source -> this process's server for it
 
@@ -84,6 +85,9 @@ class KernelZygote:
             self.folder = None
             return
         (self.folder / "kernels").mkdir(mode=0o755)
+        # One tmpfs for all its kernels' folders (a mount made later would not reach the zygote's namespace): the
+        # host's disk is never written; each kernel's share is charged to its memory cgroup, each file to file_mb.
+        sandbox.size_folder(self.folder / "kernels", ZYGOTE_KERNELS * sandbox.POLICY.scratch_mb)
         try:
             command = sandbox.zygote_command(self.folder, _imported(setup))
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -106,6 +110,7 @@ class KernelZygote:
             self.process.stdout.close()
             self.process = None
         if self.folder is not None:
+            sandbox.release(self.folder / "kernels")
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -199,7 +204,8 @@ def _remove_stale() -> None:
         except OSError:
             continue
         if isinstance(_knock(str(path)), ConnectionRefusedError):
-            shutil.rmtree(path.parent, ignore_errors=True)
+            sandbox.release(path.parent / "kernels")  # a zygote's kernels' tmpfs; a server's own folder is one
+            sandbox.release(path.parent)
 
 
 @functools.lru_cache(maxsize=16)

@@ -82,6 +82,7 @@ def _drop(uid: int, policy: dict) -> None:
     limit = policy["memory_mb"] << 20
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (policy["file_mb"] << 20, policy["file_mb"] << 20))
     resource.setrlimit(resource.RLIMIT_NPROC, (policy["processes"], policy["processes"]))
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -163,9 +164,9 @@ def _refused(request: dict, kernels: Path, cgroups: list[str]) -> str:
     if not _plain(scratch) or Path(scratch).parent != kernels or not _folder(scratch):
         return f"the folder {scratch!r} is not one of the zygote's kernels' folders"
     policy = request.get("policy")
-    if type(policy) is not dict or sorted(policy) != ["memory_mb", "processes", "tmpfs_mb"] or not all(
+    if type(policy) is not dict or sorted(policy) != ["file_mb", "memory_mb", "processes", "tmpfs_mb"] or not all(
             type(value) is int and value > 0 for value in [request.get("uid"), *policy.values()]):
-        return "the uid and the policy's limits (memory_mb, processes, tmpfs_mb) must be positive integers"
+        return "the uid and the policy's limits (file_mb, memory_mb, processes, tmpfs_mb) must be positive integers"
     if request["uid"] < 1000:
         return f"uid {request['uid']} is a system user's"
     groups = request.get("cgroups")
