@@ -115,12 +115,17 @@ def open_client(workers: int, scheduler: str | None = None):
     # A worker runs the tasks it is sent (pickled) as the grader, root on the fast path: the scheduler and workers
     # speak TLS with a certificate made here, in memory, and require it of every peer; another local user has none.
     security = Security.temporary()
-    # not daemonic: a worker forks each submission's grading child from its warm server (children.py)
-    with dask.config.set({"distributed.worker.daemon": False}), \
+    # not daemonic: a worker forks each submission's grading child from its warm server (children.py). No HTTP
+    # route: Dask always opens an HTTP server beside the TLS port, without authentication (task pages naming
+    # students, metrics, the workers' call stacks); with no routes it answers 404 to every local user.
+    quiet = {"distributed.worker.daemon": False, "distributed.scheduler.http.routes": [],
+             "distributed.worker.http.routes": []}
+    with dask.config.set(quiet), \
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", silence_logs=40,
-                         dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                         dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0",
+                                                                   "dashboard": False},
                          security=security, protocol="tls://") as cluster, \
-            Client(cluster, security=security) as client:  # no dashboard; the scheduler's HTTP server on a free port
+            Client(cluster, security=security) as client:
         yield client
 
 
