@@ -15,11 +15,12 @@ CAP_MB = 512  # the sandbox's cap here; RLIMIT_DATA is the same per process, so 
 SHM = """
 written = 0
 try:
-    with open("/dev/shm/fill", "wb") as file:
-        for _ in range(16):  # 1 GiB asked for, 64 MiB at a time
-            file.write(b"x" * (64 << 20))
-            file.flush()
-            written += 64
+    for n in range(8):  # 1 GiB asked for, in files of 128 MiB (each under RLIMIT_FSIZE), 64 MiB at a time
+        with open(f"/dev/shm/fill{n}", "wb") as file:
+            for _ in range(2):
+                file.write(b"x" * (64 << 20))
+                file.flush()
+                written += 64
 except OSError as error:
     print("stopped:", error.strerror)
 print("written MiB:", written)
