@@ -71,7 +71,9 @@ print(json.dumps({
     "beside its own": listing(os.path.dirname(os.getcwd())),
     "tools": listing(TOOLS), "exercises": listing(EXERCISES), "cgroups": listing("/sys/fs/cgroup/pids"),
     "/dev/shm": listing("/dev/shm"), "writable home": os.access(os.getcwd(), os.W_OK),
-    "limits": [resource.getrlimit(r) for r in (resource.RLIMIT_DATA, resource.RLIMIT_NPROC, resource.RLIMIT_CORE)],
+    "limits": [resource.getrlimit(r) for r in (resource.RLIMIT_DATA, resource.RLIMIT_NPROC, resource.RLIMIT_CORE,
+                                               resource.RLIMIT_FSIZE)],
+    "oom_score_adj": open("/proc/self/oom_score_adj").read().strip(),
     "network": connects(), "root again": becomes_root(),
     "tmpfs": [os.statvfs(path).f_blocks * os.statvfs(path).f_frsize >> 20 for path in ("/tmp", "/dev/shm")],
     "memory": memory(),
@@ -145,6 +147,8 @@ def test_a_forked_kernel_is_confined_as_a_fresh_bwrap_kernel_is(server, kept):
     assert fresh["kept"] == ["marker.txt"] and not fresh["kept writable"]
     assert fresh["exercises"] == "FileNotFoundError" and not fresh["network"] and not fresh["root again"]
     assert fresh["tmpfs"] == [sandbox.TMPFS_MB] * 2
+    assert fresh["limits"][3] == [POLICY.file_mb << 20] * 2
+    assert fresh["oom_score_adj"] == "1000"  # the host's OOM killer takes a sandbox before the grader
 
 
 def _pidfds(uid: int) -> list[int]:

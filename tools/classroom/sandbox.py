@@ -126,8 +126,9 @@ def memory_cap(scratch: Path, memory_mb: int) -> tuple[list[str], str]:
     one can be made; else RLIMIT_DATA per process only, which shared memory does not count."""
     group = cgroups.memory_cgroup(scratch, memory_mb)
     if group is None:
-        return [], (f"none for the sandbox as a whole: no memory cgroup can be made here (RLIMIT_DATA {memory_mb} MiB "
-                    f"per process, tmpfs {TMPFS_MB} MiB each)")
+        return [], ("none: no memory cgroup can be made here, and a single process can take all of the machine's "
+                    f"memory (shared memory is not counted by RLIMIT_DATA {memory_mb} MiB per process); its "
+                    "oom_score_adj is 1000, so the kernel's OOM killer takes it before the grader")
     return _join(group), f"memory cgroup ({memory_mb} MiB for all its processes, no swap)"
 
 
@@ -198,7 +199,8 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     if uid is not None:  # its only writable folder is its own; what it reads must be world-readable
         os.chown(scratch, uid, uid)
         inside = [*_setpriv(uid), *inside, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}"]
-    return process_cap(scratch)[0] + memory_cap(scratch, group_mb or memory_mb)[0] + command + ["--", *inside]
+    first = ["sh", "-c", 'echo 1000 > /proc/self/oom_score_adj && exec "$@"', "sh"]  # inherited: the OOM killer's
+    return first + process_cap(scratch)[0] + memory_cap(scratch, group_mb or memory_mb)[0] + command + ["--", *inside]
 
 
 # The kernel zygote (zygote.py) makes each kernel's sandbox itself, from inside its own: it stays root, with
