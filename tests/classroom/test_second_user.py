@@ -129,3 +129,40 @@ def test_a_strangers_dead_server_folder_is_not_the_graders_to_remove():
         os.chown(own / "trusted.sock", warm.trusted_owner(own), -1)
     warm._remove_stale()
     assert not own.exists()
+
+
+@root_only
+def test_a_zygote_folder_swapped_after_its_check_gets_no_kernel_folder_and_no_chmod_through_a_link(bwrap, tmp_path,
+                                                                                                    monkeypatch):
+    """The race of the attack review's item 3: find_zygote passed a folder that, by the time the scratch folder is
+    made, is another user's, its kernels/ a link to a folder of root's. Nothing is made or changed there; the
+    kernel is a fresh one, and the record says why."""
+    from tools.classroom import execute
+
+    target = Path(tempfile.mkdtemp(prefix="root-only-"))  # what the link points at: root's, 0700, empty
+    swapped = Path(tempfile.mkdtemp(prefix=warm.cgroups.ZYGOTE_FOLDERS))
+    try:
+        (swapped / "kernels").symlink_to(target)
+        os.lchown(swapped / "kernels", STRANGER, STRANGER)
+        os.chown(swapped, STRANGER, STRANGER)
+        monkeypatch.setattr(execute, "find_zygote", lambda server: (str(swapped / "zygote.sock"), ""))
+        report = tmp_path / "report.json"
+        notebook = _notebook()
+        execute.SandboxedExecute(report_path=str(report)).preprocess(notebook, {"metadata": {"path": str(tmp_path)}})
+        seen = json.loads(report.read_text())
+        assert os.listdir(target) == [] and os.stat(target).st_mode & 0o777 == 0o700 and os.stat(target).st_uid == 0
+        assert seen["kernel"] == "fresh" and notebook.cells[2].outputs == [], seen
+        assert any(str(swapped / "kernels") in note and "a link or a file" in note for note in seen["notes"]), seen
+        (swapped / "kernels").unlink()
+        (swapped / "kernels").mkdir(mode=0o755)  # a real folder, the stranger's: refused by its owner
+        os.chown(swapped / "kernels", STRANGER, STRANGER)
+        os.chown(swapped, 0, 0)  # in a folder of root's, so that kernels/ itself is what is refused
+        with pytest.raises(handles.Refused, match=f"kernels belongs to uid {STRANGER}"):
+            handles.make_folder(swapped / "kernels", 0, "grading-")
+        assert os.listdir(swapped / "kernels") == []
+        os.chown(swapped / "kernels", 0, 0)  # the control: root's own kernels/ in a root folder gets its folder
+        made = handles.make_folder(swapped / "kernels", 0, "grading-")
+        assert made.parent == swapped / "kernels" and os.lstat(made).st_mode & 0o7777 == 0o755
+    finally:
+        shutil.rmtree(swapped, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)

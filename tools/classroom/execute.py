@@ -15,6 +15,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
+from tools.classroom import handles
 from tools.classroom.cgroups import oom_kills
 from tools.classroom.policy import POLICY
 from tools.classroom.relay import TrustedTests
@@ -67,8 +68,13 @@ class SandboxedExecute(Execute):
         # The kernel is forked by the zygote beside the warm trusted server where one listens, in its folder.
         server = self.trusted_server or self._warm_server(resources)
         zygote, no_zygote = find_zygote(server)
-        scratch = Path(tempfile.mkdtemp(prefix="grading-", dir=Path(zygote).parent / "kernels" if zygote else None))
-        scratch.chmod(0o755)
+        try:  # through descriptors of the checked folders: the zygote's may be gone, its name someone else's
+            scratch = handles.make_folder(Path(zygote).parent / "kernels", 0, "grading-") if zygote else None
+        except OSError as error:
+            zygote, no_zygote, scratch = "", f"a fresh kernel: {error}", None
+        if scratch is None:
+            scratch = Path(tempfile.mkdtemp(prefix="grading-"))
+            scratch.chmod(0o755)
         self.kernel_manager_class = kernel_manager_class(scratch, self.memory_mb, zygote)
         report = {"stopped": None, "timeouts": [], "not_graded": [], "seconds": {}, "truncated": [],
                   "process_cap": process_cap(scratch)[1], "kernel": "forked" if zygote else "fresh",

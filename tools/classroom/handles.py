@@ -60,3 +60,32 @@ def connect(path: Path | str, owner: int, timeout: float | None = None) -> socke
         connection.close()
         raise
     return connection
+
+
+def make_folder(parent: Path | str, owner: int, prefix: str) -> Path:
+    """A fresh 0755 folder in `parent`, made through descriptors: `parent` and the folder above it are opened without
+    following links and checked (owned by `owner`, writable by nobody else) before the new one is made in them, so a
+    name swapped for a link meanwhile can redirect neither the mkdir nor the chmod."""
+    parent = Path(parent)
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW
+    above = os.open(parent.parent, flags)
+    try:
+        folder = os.open(parent.name, flags, dir_fd=above)
+    except OSError as error:
+        os.close(above)
+        raise Refused(f"{parent} is not a folder (a link or a file): {error.strerror}") from error
+    try:
+        for fd, path in ((above, parent.parent), (folder, parent)):
+            info = os.fstat(fd)
+            if info.st_uid != owner or info.st_mode & 0o022:
+                raise Refused(f"{path} belongs to uid {info.st_uid} (mode {stat.S_IMODE(info.st_mode):o}), "
+                              f"not to uid {owner} alone")
+        name = prefix + os.urandom(6).hex()
+        os.mkdir(name, 0o700, dir_fd=folder)
+        made = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+        os.fchmod(made, 0o755)
+        os.close(made)
+    finally:
+        os.close(above)
+        os.close(folder)
+    return parent / name

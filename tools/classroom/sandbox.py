@@ -257,7 +257,7 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
     zygote = zygote if uid is not None else ""  # a zygote's kernel runs as its sandbox's own uid, or not at all
     if zygote:
         groups = [group for group in (_pids_cgroup(scratch), cgroups.memory_cgroup(scratch, memory_mb)) if group]
-        os.chown(scratch, uid, uid)
+        os.chown(scratch, uid, uid, follow_symlinks=False)  # a link swapped in is not followed
         policy = SandboxPolicy(memory_mb=memory_mb).limits()  # what the zygote's fork enforces, as prlimit does
         request = {"scratch": str(scratch), "connection_file": str(scratch / "kernel.json"), "uid": uid,
                    "policy": policy, "env": kernel_environment(scratch),
