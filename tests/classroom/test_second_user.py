@@ -166,3 +166,36 @@ def test_a_zygote_folder_swapped_after_its_check_gets_no_kernel_folder_and_no_ch
     finally:
         shutil.rmtree(swapped, ignore_errors=True)
         shutil.rmtree(target, ignore_errors=True)
+
+
+@root_only
+def test_beside_the_graders_own_trusted_folder_a_strangers_zygote_is_refused_for_its_own_reason(tmp_path):
+    """The trusted folder passes (the grader's, as a warm server's), so each zygote check is the one that refuses:
+    the stranger's kernels/, then the stranger's socket in a folder of root's, then a link to a genuine folder."""
+    own = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS))
+    os.chown(own, warm.trusted_owner(own), -1)
+    trusted, zygote = own / "trusted.sock", warm._zygote_folder(own) / "zygote.sock"
+    genuine = Path(tempfile.mkdtemp(prefix="genuine-"))  # root's, with root's kernels/: only a link to it is wrong
+    try:
+        with planted(zygote.parent, zygote.name) as to_zygote:
+            assert warm.find_zygote(str(trusted)) == ("", f"refused the kernel zygote at {zygote}: {zygote.parent}/"
+                                                          f"kernels belongs to uid {STRANGER}, not to uid 0, which "
+                                                          "made it")
+            os.chown(zygote.parent / "kernels", 0, 0)  # root's kernels/ in a root folder: the socket is the stranger's
+            os.chown(zygote.parent, 0, 0)
+            zygote.parent.chmod(0o755)
+            found, why = warm.find_zygote(str(trusted))
+            assert found == "" and why.startswith(f"refused the kernel zygote at {zygote}: {zygote} is not a socket "
+                                                  f"of uid 0 (uid {STRANGER}"), why
+            _knock(zygote)  # the control: it listens, and counts a connection
+        assert to_zygote == ["connected"], to_zygote  # the control's only: find_zygote never connected
+        (genuine / "kernels").mkdir(mode=0o755)
+        zygote.parent.symlink_to(genuine)
+        found, why = warm.find_zygote(str(trusted))
+        assert why == f"refused the kernel zygote at {zygote}: {zygote.parent} is not a folder (a link or a file)"
+    finally:
+        for path in (zygote.parent, own):
+            if path.is_symlink():
+                path.unlink()
+            shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(genuine, ignore_errors=True)
