@@ -12,11 +12,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client import BlockingKernelClient
 from nbclient import NotebookClient
 
 from tools.classroom import sandbox, warm
@@ -181,11 +181,17 @@ def test_a_kernel_dies_with_its_caller_and_a_folder_outside_the_zygotes_is_refus
     command = kernel_manager.format_kernel_cmd()
     caller = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     uid = sandbox.sandbox_uid(scratch)
-    deadline = time.monotonic() + 30
-    while not (kernels := _pidfds(uid)):  # the kernel's processes run as the sandbox's uid
-        if caller.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"no kernel started: {caller.stderr.read() if caller.poll() is not None else 'waiting'}")
-        time.sleep(0.1)
+    client = BlockingKernelClient(connection_file=kernel_manager.connection_file)
+    client.load_connection_file()
+    client.start_channels()
+    try:  # the kernel answers kernel_info once it runs: no polling
+        client.wait_for_ready(timeout=120)
+    except RuntimeError as error:
+        pytest.fail(f"no kernel started: {error}")
+    finally:
+        client.stop_channels()
+    kernels = _pidfds(uid)  # the kernel's processes run as the sandbox's uid
+    assert kernels, "the kernel answered, but no process of its uid runs"
     caller.kill()
     caller.wait()
     try:  # each pidfd turns readable when its process has ended: no /proc read that may find it gone
@@ -245,7 +251,7 @@ def test_a_request_for_anything_but_a_kernels_sandbox_is_refused(tmp_path, chang
 # What a forked kernel inherits that a fresh one would not have: the zygote's argv, modules and random states.
 STATE = ("import json, random, sys, numpy, torch\nprint(json.dumps({'random': [random.random(), "
          "float(numpy.random.rand()), float(torch.rand(1))], 'argv0': sys.argv[0].rsplit('/', 1)[-1], "
-         "'tools': sorted(m for m in sys.modules if m.split('.')[0] == 'tools')}))")
+         "'tools': sorted(m for m in sys.modules if m.split('.')[0] == 'tools'), 'hash': hash('x')}))")
 
 
 def _run(zygote: str, source: str) -> dict:
@@ -262,6 +268,7 @@ def test_forked_kernels_start_as_fresh_ones_do_not_as_copies_of_the_zygote(serve
     first, second = (_run(warm.zygote_socket(server), STATE) for _ in range(2))
     fresh = _run("", STATE)  # a fresh process seeds random, numpy and torch from the system's entropy
     assert all(a != b for a, b in zip(first["random"], second["random"], strict=True)), (first, second)
+    assert first["hash"] == second["hash"]  # the string-hash secret is the zygote's (teachers.md), drawn at its start
     assert first["argv0"] == fresh["argv0"] == "ipykernel_launcher.py"
     assert first["tools"] == fresh["tools"] == []
 
