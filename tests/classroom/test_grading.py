@@ -193,7 +193,7 @@ def test_feedback_shows_the_visible_checks_but_no_hidden_check_nor_its_traceback
     import html
     import re
 
-    from tools.classroom.feedback import HIDDEN_NOTE
+    from tools.classroom.hide import HIDDEN_NOTE
 
     run_nbgrader(graded_class.root, "generate_feedback", MAIN, "--student", "partial", "--force")
     page = graded_class.root / "feedback" / "partial" / MAIN / f"{MAIN}.html"

@@ -3,16 +3,19 @@ what a worker returns is replayed into the gradebook only if it is the submissio
 
 from __future__ import annotations
 
+import os
+import select
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.classroom.conftest import MAIN, released
-from tools.classroom import classgrade, warm
-from tools.classroom.classgrade import RUNNING, Record, grade_class, read_records, real_error
+from tools.classroom import classgrade, submission, warm
+from tools.classroom.classgrade import grade_class
+from tools.classroom.records import Record, read_records, real_error
+from tools.classroom.submission import RUNNING, stop_children
 
 
 def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course, tmp_path, monkeypatch):
@@ -34,7 +37,7 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course
         return Record(student, "graded", digest=digest)
 
     monkeypatch.setattr(classgrade, "preflight", lambda course_dir, chapter: "")
-    monkeypatch.setattr(classgrade, "grade_student", grade_student)
+    monkeypatch.setattr(submission, "grade_student", grade_student)
     monkeypatch.setattr(warm, "server_for", lambda notebook: "")  # no trusted server for grades made up here
     with pytest.raises(KeyboardInterrupt):
         grade_class(root, MAIN, workers=1, log=lambda line: None)
@@ -46,22 +49,22 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course
 
 
 def test_stopping_ends_every_running_child_and_its_own_children():
-    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, "
-                              "'-c', 'import time; time.sleep(300)']); print('ready', flush=True); time.sleep(300)"],
+    grandchild = "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']).pid"
+    child = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; print({grandchild}, flush=True); "
+                              "time.sleep(300)"],
                              stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert child.stdout.readline().strip() == "ready"
+    grandchild = os.pidfd_open(int(child.stdout.readline()))  # held from here: its end is seen, never a reused pid
     RUNNING.add(child)
     try:
-        classgrade._stop_children()
+        stop_children()
     finally:
         RUNNING.discard(child)
-    assert child.poll() is not None
-    for _ in range(50):  # the grandchild in the same session went too (once its new parent has reaped it)
-        left = subprocess.run(["pgrep", "-s", str(child.pid)], capture_output=True, text=True).stdout.split()
-        if not left:
-            break
-        time.sleep(0.1)
-    assert left == [], left
+    try:
+        assert child.poll() is not None
+        # the grandchild in the same session went too: its pidfd turns readable once it has exited
+        assert select.select([grandchild], [], [], 5)[0], "the grandchild outlived the stop"
+    finally:
+        os.close(grandchild)
 
 
 def test_the_reason_is_the_real_error_not_nbgrader_wrapper():
@@ -98,3 +101,22 @@ def test_a_notebook_from_a_worker_with_other_cells_is_not_saved_as_grades(course
     nbformat.write(same, tmp_path / "ran.ipynb")
     replayed, _ = ReplayOutputs(executed_path=str(tmp_path / "ran.ipynb")).preprocess(released(course, MAIN), {})
     assert next(cell for cell in replayed.cells if cell.cell_type == "code").outputs == code.outputs
+
+
+def test_the_other_platforms_shapes_carry_each_cells_points_and_a_not_graded_notebook_scores_nothing():
+    from tools.classroom import platforms
+
+    graded = {"status": "partly graded", "reason": "the kernel died", "flags": ["t2 ran past its time limit"],
+              "points": {"t1": 2.0, "t2": 0.0, "written": None}, "max_points": {"t1": 2.0, "t2": 1.0, "written": 2.0},
+              "timings": {"command_s": 12.4}}  # the written answer awaits hand grading: no test, no 0
+    shape = platforms.gradescope(graded)
+    assert shape["score"] == 2.0 and shape["execution_time"] == 12
+    assert [(t["name"], t["score"], t["max_score"], t["status"]) for t in shape["tests"]] == [
+        ("t1", 2.0, 2.0, "passed"), ("t2", 0.0, 1.0, "failed")]
+    assert shape["output"] == "partly graded; the kernel died; t2 ran past its time limit"
+    prairie = platforms.prairielearn(graded)
+    assert prairie["gradable"] and prairie["score"] == 2 / 3 and len(prairie["tests"]) == 2
+    refused = {"status": "not graded", "reason": "nbgrader failed", "flags": [], "points": None, "max_points": None,
+               "timings": {"command_s": 3.0}}
+    assert platforms.gradescope(refused)["score"] == 0 and platforms.gradescope(refused)["tests"] == []
+    assert not platforms.prairielearn(refused)["gradable"] and platforms.prairielearn(refused)["score"] == 0.0

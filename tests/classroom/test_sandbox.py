@@ -133,7 +133,8 @@ def test_a_checkout_under_tmp_with_a_space_and_the_venv_elsewhere_grades_a_submi
                                     CHAPTER, solutions()), handed_in)
         output = checkout / "results.json"
         result = subprocess.run([sys.executable, "-m", "tools.classroom", "grade-one", MAIN, str(handed_in),
-                                 "--output", str(output), "--course-dir", str(root)],
+                                 "--output", str(output), "--course-dir", str(root), "--gradescope",
+                                 str(checkout / "gradescope.json"), "--prairielearn", str(checkout / "pl.json")],
                                 cwd=checkout, env=venv_environment(), capture_output=True, text=True, timeout=1800)
         assert result.returncode == 0, result.stdout + result.stderr
         results = json.loads(output.read_text())
@@ -142,6 +143,12 @@ def test_a_checkout_under_tmp_with_a_space_and_the_venv_elsewhere_grades_a_submi
         deserved = {exercise.test_id(n): test.points for exercise in CHAPTER.exercises
                     for n, test in enumerate(exercise.tests, start=1)}  # from the exercise file, not the grader
         assert {name: results["points"][name] for name in deserved} == deserved
+        gradescope, prairie = (json.loads((checkout / name).read_text()) for name in ("gradescope.json", "pl.json"))
+        assert {test["name"]: test["score"] for test in gradescope["tests"] if test["name"] in deserved} == deserved
+        assert gradescope["score"] == results["auto_score"] and all(
+            test["status"] == "passed" for test in gradescope["tests"] if test["name"] in deserved)
+        assert prairie["gradable"] and prairie["score"] == results["auto_score"] / results["max_auto_score"]
+        assert {test["name"]: test["points"] for test in prairie["tests"] if test["name"] in deserved} == deserved
         assert results["versions"]["torch"] == __import__("torch").__version__
         assert read_records(root, MAIN)["someone"].status == "graded"  # the class command's record, too
         assert not Path(sys.executable).is_relative_to(checkout)

@@ -136,15 +136,15 @@ def test_no_server_for_a_setup_that_fails():
 
 @pytest.mark.parametrize("shared", [True, False], ids=["coordinators-server-listening", "none-listening"])
 def test_a_worker_uses_the_coordinators_server_where_it_listens_else_its_own(server, shared, tmp_path, monkeypatch):
-    from tools.classroom import classgrade, cluster
+    from tools.classroom import cluster, records, submission
 
     given, started = [], []
     monkeypatch.setattr(cluster, "_scratch_course", lambda chapter, source: tmp_path)
     monkeypatch.setattr(warm, "server_for", lambda notebook: started.append(notebook) or "/its/own.sock")
-    monkeypatch.setattr(classgrade, "grade_student", lambda *args: given.append(args[-1]) or classgrade.Record(
+    monkeypatch.setattr(submission, "grade_student", lambda *args: given.append(args[-1]) or records.Record(
         args[2], "graded"))
     coordinators = str(server.socket) if shared else str(tmp_path / "gone.sock")  # a path with no server behind it
-    assert warm.listening(coordinators) is shared
+    assert (warm.trusted_problem(coordinators) == "") is shared
     cluster.grade_remote(dict(chapter="c", student="s", source="the source", notebook="{}", digest="d", notes=[],
                               cell_timeout=10, trusted_server=coordinators))
     assert given == [coordinators if shared else "/its/own.sock"]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import tools.classroom
+from tools.classroom import platforms
 from tools.classroom.book_sync import BOOK_DIR, TEACHERS_PAGE, check_book, sync_book
 from tools.classroom.classgrade import CELL_TIMEOUT, grade_class
 from tools.classroom.course import COURSE_DIR, build_assignments, nbgrader_main
@@ -67,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("chapter")
     one.add_argument("notebook", type=Path, help="the student's .ipynb file")
     one.add_argument("--output", type=Path, required=True, help="where to write the results (JSON)")
+    one.add_argument("--gradescope", type=Path, help="also write Gradescope's results.json here")
+    one.add_argument("--prairielearn", type=Path, help="also write a PrairieLearn external grader's results.json here")
     one.add_argument("--student", help="the student id (default: the notebook's file name)")
     one.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help="seconds per answer or test cell")
     one.add_argument("--course-dir", type=Path, default=COURSE_DIR)
@@ -116,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if all(r.status == "graded" for r in asked) else 1
         elif args.command == "grade-one":
             results = grade_one(args.course_dir, args.chapter, args.notebook, args.output, args.student,
-                                args.cell_timeout)
+                                args.cell_timeout, {platforms.gradescope: args.gradescope,
+                                                    platforms.prairielearn: args.prairielearn})
             score = "" if results["auto_score"] is None else \
                 f" {results['auto_score']:g}/{results['max_auto_score']:g} autograded"
             print(f"{results['student']}: {results['status']}{score} {results['reason']} -> {args.output}")

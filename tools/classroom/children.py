@@ -10,10 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tools.classroom.nbconfig import nbgrader_config, scratch_url
 from tools.environment import ROOT
 
 # What every grading child imports (nbgrader, nbclient, jupyter_client, nbformat: seconds): once per server.
-PRELOAD = ["tools.classroom.classgrade", "tools.classroom.execute", "tools.classroom.feedback", "nbgrader.apps",
+PRELOAD = ["tools.classroom.nbconfig", "tools.classroom.execute", "tools.classroom.hide", "nbgrader.apps",
            "nbgrader.preprocessors", "nbconvert.preprocessors"]
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork: the child only calls it
 PR_SET_PDEATHSIG = 1
@@ -38,6 +39,20 @@ class Forked:
         return self.process.exitcode
 
 
+def _grade_one(course_dir: Path, chapter: str, student: str, report_path: Path, cell_timeout: int,
+               trusted_server: str = "") -> int:
+    """In a child process: nbgrader autograde for one student, its Execute step in the sandbox."""
+    from nbgrader.apps import NbGraderAPI
+
+    # a worker's scratch course: its own SQLite gradebook, never the course's (only the coordinator writes that)
+    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout, scratch_url(course_dir),
+                                             trusted_server))
+    result = api.autograde(chapter, student, force=True, create=True)
+    if not result["success"]:
+        print(result.get("error", "") or result.get("log", ""), file=sys.stderr)
+    return 0 if result["success"] else 1
+
+
 def _forked_main(arguments: list[str], env: dict[str, str], log_path: str) -> None:
     """The child's body: its own session, dying with its parent, output into the log, then the grading."""
     os.setsid()  # Ctrl-C reaches the coordinator only, which stops the children itself
@@ -48,8 +63,6 @@ def _forked_main(arguments: list[str], env: dict[str, str], log_path: str) -> No
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    from tools.classroom.classgrade import _grade_one
-
     sys.exit(_grade_one(Path(arguments[0]), arguments[1], arguments[2], Path(arguments[3]), int(arguments[4]),
                         arguments[5]))
 
@@ -58,7 +71,7 @@ def start(arguments: list[str], env: dict[str, str], log_path: Path):
     """Start the grading child of `python -m tools.classroom.classgrade ARGUMENTS`; a Forked or a Popen."""
     if multiprocessing.current_process().daemon:  # a daemonic process (some Dask workers) may not fork children
         with open(log_path, "w") as log:
-            return subprocess.Popen([sys.executable, "-m", "tools.classroom.classgrade", *arguments], cwd=ROOT,
+            return subprocess.Popen([sys.executable, "-m", "tools.classroom.children", *arguments], cwd=ROOT,
                                     env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                     preexec_fn=die_with_parent)
     if not _CONTEXT:
@@ -68,3 +81,8 @@ def start(arguments: list[str], env: dict[str, str], log_path: Path):
     process = _CONTEXT[0].Process(target=_forked_main, args=(arguments, env, str(log_path)), daemon=False)
     process.start()
     return Forked(process)
+
+
+if __name__ == "__main__":
+    sys.exit(_grade_one(Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4]), int(sys.argv[5]),
+                        sys.argv[6]))

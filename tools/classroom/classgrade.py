@@ -5,57 +5,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
 import tempfile
-import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, alembic_head, gradebook_url
-from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
 from tools.classroom.grading import check_submission
+from tools.classroom.nbconfig import CELL_TIMEOUT
+from tools.classroom.nbconfig import configure as configure  # what course folders' nbgrader_config.py import
+from tools.classroom.records import Record, read_records, records_dir, write_record
 from tools.classroom.sandbox import bwrap_problem
 from tools.classroom.schema import ExerciseError
-from tools.environment import venv_environment
-
-NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook: its start, the gradebook, writing
-# The outer limit of one submission exceeds everything inside it: the kernel's start, the notebook's own limit (every
-# cell and probe), and nbgrader's steps. A notebook that runs out of its own time is partly graded, not lost.
-SUBMISSION_LIMIT = STARTUP_LIMIT + NOTEBOOK_LIMIT + NBGRADER_OVERHEAD
-CELL_TIMEOUT = 30  # seconds for an answer or test cell (the setup cell has 300)
-WARM_CHAPTERS = 12  # warm trusted servers one plain `nbgrader autograde` process keeps (its chapters, in turn)
-
-
-@dataclass
-class Record:
-    """One submission's grading: status 'graded', 'partly graded', 'not graded' or 'refused', with the reasons."""
-
-    student: str
-    status: str
-    reason: str = ""
-    flags: list[str] = field(default_factory=list)
-    digest: str = ""
-    seconds: float = 0.0
-    not_graded_cells: list[str] = field(default_factory=list)
-    process_cap: str = ""  # which cap bound the sandbox's processes (sandbox.process_cap)
-    kernel: str = ""  # "forked" by the kernel zygote (warm.py), or "fresh": a new sandboxed process
-
-
-def records_dir(course_dir: Path, chapter: str) -> Path:
-    """Where the grading records of a chapter are kept: <course>/grading/<chapter>/<student>.json."""
-    return Path(course_dir) / "grading" / chapter
-
-
-def read_records(course_dir: Path | str, chapter: str) -> dict[str, Record]:
-    """The grading records of a chapter, by student."""
-    folder = records_dir(Path(course_dir), chapter)
-    return {path.stem: Record(**json.loads(path.read_text())) for path in sorted(folder.glob("*.json"))}
+from tools.classroom.submission import stop_children
 
 
 def _digest(course_dir: Path, chapter: str, student: str) -> str:
@@ -67,144 +28,6 @@ def _digest(course_dir: Path, chapter: str, student: str) -> str:
     for path in paths:
         digest.update(str(path.name).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
-
-
-def configure(config, course_dir: Path | str, db_url: str | None = None) -> None:
-    """Set nbgrader's grading configuration: the gradebook (`db_url` or the course's), Execute in the sandbox."""
-    import nbgrader.api
-    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import (
-        AssignLatePenalties,
-        CheckCellMetadata,
-        GetGrades,
-        IgnorePattern,
-        LimitOutput,
-        SaveAutoGrades,
-    )
-
-    from tools.classroom.execute import SandboxedExecute
-    from tools.classroom.feedback import HideHiddenTests
-
-    nbgrader.api.get_alembic_version = alembic_head  # its answer for each new gradebook, without a new Python
-    config.CourseDirectory.root = str(course_dir)
-    config.CourseDirectory.course_id = COURSE_ID
-    config.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
-    config.OverwriteCells.add_missing_cells = True
-    config.Execute.startup_timeout = STARTUP_LIMIT
-    # plain nbgrader (the course's nbgrader_config.py): each chapter's setup run once per nbgrader process, ~0.5 GB each
-    config.SandboxedExecute.warm_servers = WARM_CHAPTERS
-    config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
-                                                LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-    # feedback goes to students: no hidden check, nor a traceback quoting one
-    config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
-
-
-def scratch_url(course_dir: Path | str) -> str:
-    """The db_url of a worker's scratch course: its own SQLite file, whatever $BERT_BOOK_GRADEBOOK_URL says."""
-    return f"sqlite:///{Path(course_dir) / 'gradebook.db'}"
-
-
-def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT,
-                    db_url: str | None = None, trusted_server: str = ""):
-    """nbgrader's configuration for one grading run, built here: the course's nbgrader_config.py is not run."""
-    from traitlets.config import Config
-
-    config = Config()
-    configure(config, course_dir, db_url)
-    if report_path:
-        config.SandboxedExecute.report_path = str(report_path)
-    config.SandboxedExecute.cell_timeout = cell_timeout
-    config.SandboxedExecute.trusted_server = trusted_server
-    config.SandboxedExecute.warm_servers = 0  # a grading child lives for one submission: the caller's server or none
-    return config
-
-
-def _grade_one(course_dir: Path, chapter: str, student: str, report_path: Path, cell_timeout: int,
-               trusted_server: str = "") -> int:
-    """In a child process: nbgrader autograde for one student, its Execute step in the sandbox."""
-    from nbgrader.apps import NbGraderAPI
-
-    # a worker's scratch course: its own SQLite gradebook, never the course's (only the coordinator writes that)
-    api = NbGraderAPI(config=nbgrader_config(course_dir, report_path, cell_timeout, scratch_url(course_dir),
-                                             trusted_server))
-    result = api.autograde(chapter, student, force=True, create=True)
-    if not result["success"]:
-        print(result.get("error", "") or result.get("log", ""), file=sys.stderr)
-    return 0 if result["success"] else 1
-
-
-def _record(student: str, digest: str, seconds: float, report: dict | None, failure: str, notes: list[str]) -> Record:
-    if report is None:
-        return Record(student, "not graded", failure or "the grader stopped before the notebook ran", notes, digest,
-                      seconds)
-    flags = notes + [f"{cell} ran past its time limit" for cell in report["timeouts"]]
-    flags += [f"output of {where} cut at the grader's cap" for where in report.get("truncated", [])]
-    sandboxed = {"process_cap": report.get("process_cap", ""), "kernel": report.get("kernel", "")}
-    if failure:
-        return Record(student, "not graded", failure, flags, digest, seconds, **sandboxed)
-    if report["stopped"]:
-        return Record(student, "partly graded", report["stopped"], flags, digest, seconds, report["not_graded"],
-                      **sandboxed)
-    return Record(student, "graded", "", flags, digest, seconds, **sandboxed)
-
-
-ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit|Interrupt|Timeout)\w*)(?::\s*(.*))?$")
-
-
-def real_error(log: str) -> str:
-    """The first line of the real error in a log: the last `SomeError: message` that is not nbgrader's wrapper."""
-    found = [line.strip() for line in log.splitlines() if ERROR_LINE.match(line.strip())]
-    real = [line for line in found if "NbGraderException" not in line and "Please see the above traceback" not in line]
-    lines = real or found or [line.strip() for line in log.splitlines() if line.strip()] or ["no message"]
-    return lines[-1][:300]
-
-
-RUNNING: set = set()  # the children grading now (children.Forked or subprocess.Popen), stopped at once on Ctrl-C
-
-
-def _signal(child, number: int) -> None:
-    """Signal a child's session (its sandbox in it), or the child alone if it has not made its session yet."""
-    try:
-        os.killpg(child.pid, number)
-    except ProcessLookupError:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child.pid, number)
-
-
-def _stop_children() -> None:
-    """End every grading child and its sandbox (bwrap dies with its parent): SIGTERM, then SIGKILL."""
-    for child in list(RUNNING):
-        _signal(child, signal.SIGTERM)
-    for child in list(RUNNING):
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            _signal(child, signal.SIGKILL)
-            child.wait()
-
-
-def grade_student(course_dir: Path, chapter: str, student: str, digest: str, notes: list[str],
-                  cell_timeout: int = CELL_TIMEOUT, trusted_server: str = "") -> Record:
-    """Grade one submission in a child process with a wall-clock limit; its record says how it went."""
-    from tools.classroom import children
-
-    with tempfile.TemporaryDirectory(prefix="grade-report-") as folder:
-        report_path, log_path = Path(folder) / "report.json", Path(folder) / "log.txt"
-        started = time.monotonic()
-        child = children.start([str(course_dir), chapter, student, str(report_path), str(cell_timeout),
-                                trusted_server], venv_environment(), log_path)
-        RUNNING.add(child)
-        try:
-            code = child.wait(timeout=SUBMISSION_LIMIT)
-            failure = "" if code == 0 else f"nbgrader failed: {real_error(log_path.read_text(errors='replace'))}"
-        except subprocess.TimeoutExpired:
-            _signal(child, signal.SIGKILL)
-            child.wait()
-            failure = f"grading took longer than {SUBMISSION_LIMIT} s"
-        finally:
-            RUNNING.discard(child)
-        report = json.loads(report_path.read_text()) if report_path.exists() else None
-    return _record(student, digest, round(time.monotonic() - started, 1), report, failure, notes)
 
 
 def preflight(course_dir: Path, chapter: str) -> str:
@@ -271,7 +94,7 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
     folder.mkdir(parents=True, exist_ok=True)
     for student in students:  # the refused now; each graded one as soon as it is done, so a stopped run resumes
         if student in records and student not in todo:
-            _write_record(folder, records[student])
+            write_record(folder, records[student])
     source = (course_dir / "source" / chapter / f"{chapter}.ipynb").read_text()
     tasks = [dict(chapter=chapter, student=s, source=source, digest=checked[s][0], notes=checked[s][1],
                   notebook=(course_dir / "submitted" / s / chapter / f"{chapter}.ipynb").read_text(),
@@ -286,7 +109,7 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
             if failure:
                 record = Record(record.student, "not graded", failure, record.flags, record.digest, record.seconds)
         records[record.student] = record
-        _write_record(folder, record)
+        write_record(folder, record)
         (bar.write if bar else log)(f"  {record.student}: {record.status} ({record.seconds:g} s)")
         if bar:
             bar.update()
@@ -315,7 +138,7 @@ def _results(tasks: list[dict], workers: int, scheduler: str | None):
             for task in tasks:
                 yield cluster.grade_remote(task)
         except BaseException:  # Ctrl-C or a crash: the running submission is stopped with its sandbox
-            _stop_children()
+            stop_children()
             raise
         return
     from distributed import as_completed as completed
@@ -331,15 +154,3 @@ def _results(tasks: list[dict], workers: int, scheduler: str | None):
             with contextlib.suppress(Exception):
                 client.run(cluster.stop_running)
             raise
-
-
-def _write_record(folder: Path, record: Record) -> None:
-    """Write one record atomically: an interrupted write leaves the old record or none, never half of one."""
-    temporary = folder / f".{record.student}.json.tmp"
-    temporary.write_text(json.dumps(asdict(record), indent=1))
-    temporary.replace(folder / f"{record.student}.json")
-
-
-if __name__ == "__main__":
-    sys.exit(_grade_one(Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4]), int(sys.argv[5]),
-                        sys.argv[6]))

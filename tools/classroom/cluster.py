@@ -15,7 +15,9 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
-from tools.classroom import classgrade, warm
+from tools.classroom import submission, warm
+from tools.classroom.nbconfig import nbgrader_config, scratch_url
+from tools.classroom.records import real_error
 
 _SCRATCH: dict[tuple[str, str], Path] = {}  # (chapter, source digest) -> this worker process's scratch course
 
@@ -31,10 +33,10 @@ def _scratch_course(chapter: str, source: str) -> Path:
         folder = root / "source" / chapter
         folder.mkdir(parents=True)
         (folder / f"{chapter}.ipynb").write_text(source)
-        config = classgrade.nbgrader_config(root, db_url=classgrade.scratch_url(root))
+        config = nbgrader_config(root, db_url=scratch_url(root))
         result = NbGraderAPI(config=config).generate_assignment(chapter, force=True)
         if not result["success"]:
-            raise RuntimeError(f"generate_assignment failed in {root}: {classgrade.real_error(result['log'])}")
+            raise RuntimeError(f"generate_assignment failed in {root}: {real_error(result['log'])}")
         _SCRATCH[key] = root
     return _SCRATCH[key]
 
@@ -50,9 +52,9 @@ def grade_remote(task: dict) -> dict:
     (submitted / f"{chapter}.ipynb").write_text(task["notebook"])
     try:
         server = task.get("trusted_server", "")
-        if not warm.listening(server):  # a worker on another machine: its own, warm after its first task
+        if warm.trusted_problem(server):  # a worker on another machine, or a socket not the grader's: its own server
             server = warm.server_for(task["source"])
-        record = classgrade.grade_student(course, chapter, student, task["digest"], task["notes"],
+        record = submission.grade_student(course, chapter, student, task["digest"], task["notes"],
                                           task["cell_timeout"], server)
         graded = course / "autograded" / student / chapter / f"{chapter}.ipynb"
         notebook = graded.read_text() if graded.exists() else None
@@ -87,7 +89,7 @@ def save_graded(course_dir: Path, chapter: str, student: str, notebook: str) -> 
     with tempfile.TemporaryDirectory(prefix="graded-") as folder:
         path = Path(folder) / f"{chapter}.ipynb"
         path.write_text(notebook)
-        config = classgrade.nbgrader_config(course_dir)
+        config = nbgrader_config(course_dir)
         config.Autograde.autograde_preprocessors = [
             ReplayOutputs if step.__name__ == "SandboxedExecute" else step
             for step in config.Autograde.autograde_preprocessors]
@@ -95,29 +97,40 @@ def save_graded(course_dir: Path, chapter: str, student: str, notebook: str) -> 
         with warnings.catch_warnings():  # nbgrader's own SQLAlchemy warnings about its session: not ours to fix
             warnings.simplefilter("ignore")
             result = NbGraderAPI(config=config).autograde(chapter, student, force=True, create=True)
-    return "" if result["success"] else f"saving into the gradebook failed: {classgrade.real_error(result['log'])}"
+    return "" if result["success"] else f"saving into the gradebook failed: {real_error(result['log'])}"
 
 
 @contextlib.contextmanager
 def open_client(workers: int, scheduler: str | None = None):
-    """A Dask client: on the scheduler at `scheduler`, or on a local cluster of `workers` processes, 1 thread each."""
+    """A Dask client: on the scheduler at `scheduler` (with Dask's configured security: TLS, book/teachers.md), or on
+    a local cluster of `workers` processes, 1 thread each, that only this process can reach."""
     import dask
     from distributed import Client, LocalCluster
+    from distributed.security import Security
 
     if scheduler:
         with Client(scheduler) as client:
             yield client
         return
-    # not daemonic: a worker forks each submission's grading child from its warm server (children.py)
-    with dask.config.set({"distributed.worker.daemon": False}), \
+    # A worker runs the tasks it is sent (pickled) as the grader, root on the fast path: the scheduler and workers
+    # speak TLS with a certificate made here, in memory, and require it of every peer; another local user has none.
+    security = Security.temporary()
+    # not daemonic: a worker forks each submission's grading child from its warm server (children.py). No HTTP
+    # route: Dask always opens an HTTP server beside the TLS port, without authentication (task pages naming
+    # students, metrics, the workers' call stacks); with no routes it answers 404 to every local user.
+    quiet = {"distributed.worker.daemon": False, "distributed.scheduler.http.routes": [],
+             "distributed.worker.http.routes": []}
+    with dask.config.set(quiet), \
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", silence_logs=40,
-                         dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as cluster, \
-            Client(cluster) as client:  # no dashboard; the scheduler's HTTP server on a free local port
+                         dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0",
+                                                                   "dashboard": False},
+                         security=security, protocol="tls://") as cluster, \
+            Client(cluster, security=security) as client:
         yield client
 
 
 def stop_running() -> int:
     """On a worker (Client.run): end the grading children it runs now; how many there were."""
-    count = len(classgrade.RUNNING)
-    classgrade._stop_children()
+    count = len(submission.RUNNING)
+    submission.stop_children()
     return count

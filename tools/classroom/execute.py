@@ -15,15 +15,19 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
+from tools.classroom import handles
+from tools.classroom.cgroups import oom_kills
+from tools.classroom.policy import POLICY
 from tools.classroom.relay import TrustedTests
-from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, process_cap, release
-from tools.classroom.warm import zygote_socket
+from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, memory_cap, process_cap, release
+from tools.classroom.trusted import is_test
+from tools.classroom.warm import find_zygote
 
 SLOW_CELLS = ("install", "setup")  # loading torch, transformers and the checkpoint
-NOTEBOOK_LIMIT = 900  # seconds for the whole notebook, its test cells included
-STARTUP_LIMIT = 180  # seconds for the sandboxed kernel to start and answer
-CELL_OUTPUT_CAP = 1_000_000  # characters of output one cell keeps
-NOTEBOOK_OUTPUT_CAP = 5_000_000  # characters of output the whole notebook keeps
+NOTEBOOK_LIMIT = POLICY.notebook_s  # seconds for the whole notebook, its test cells included
+STARTUP_LIMIT = POLICY.startup_s  # seconds for the sandboxed kernel to start and answer
+CELL_OUTPUT_CAP = POLICY.cell_output  # characters of output one cell keeps
+NOTEBOOK_OUTPUT_CAP = POLICY.notebook_output  # characters of output the whole notebook keeps
 ERROR_CAP = 10_000  # characters of an error's message, and of each line of its traceback
 
 
@@ -37,12 +41,6 @@ def _not_graded(cell: NotebookNode, reason: str) -> None:
                                  traceback=[f"NotGraded: {reason}"])]
 
 
-def is_test(cell: NotebookNode) -> bool:
-    """A grader's test cell: graded, not an answer; it runs in the trusted process, never in the student's kernel."""
-    meta = cell.metadata.get("nbgrader", {})
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
 def _test_outputs(cell: NotebookNode, result: dict) -> None:
     """Write a test cell's result as its outputs: none when it passed, else the error (nbgrader scores it 0)."""
     cell.outputs = [] if result["status"] == "passed" else [NotebookNode(
@@ -54,8 +52,8 @@ def _test_outputs(cell: NotebookNode, result: dict) -> None:
 class SandboxedExecute(Execute):
     """The student's cells in a bwrap sandbox, cell by cell; each test cell in the trusted process, in order."""
 
-    setup_timeout = Integer(300, help="seconds for the setup (and install) cell").tag(config=True)
-    cell_timeout = Integer(30, help="seconds for any other cell").tag(config=True)
+    setup_timeout = Integer(POLICY.setup_s, help="seconds for the setup (and install) cell").tag(config=True)
+    cell_timeout = Integer(POLICY.cell_s, help="seconds for any other cell").tag(config=True)
     notebook_timeout = Integer(NOTEBOOK_LIMIT, help="seconds for the whole notebook, tests included").tag(config=True)
     memory_mb = Integer(MEMORY_LIMIT_MB, help="the kernel's memory cap (RLIMIT_DATA), in MiB").tag(config=True)
     report_path = Unicode("", help="where to write the JSON report of the run").tag(config=True)
@@ -69,18 +67,27 @@ class SandboxedExecute(Execute):
         # would be first on the kernel's sys.path, and stay in the submission folder.
         # The kernel is forked by the zygote beside the warm trusted server where one listens, in its folder.
         server = self.trusted_server or self._warm_server(resources)
-        zygote = zygote_socket(server)
-        scratch = Path(tempfile.mkdtemp(prefix="grading-", dir=Path(zygote).parent / "kernels" if zygote else None))
-        scratch.chmod(0o755)
+        zygote, no_zygote = find_zygote(server)
+        try:  # through descriptors of the checked folders: the zygote's may be gone, its name someone else's
+            scratch = handles.make_folder(Path(zygote).parent / "kernels", 0, "grading-") if zygote else None
+        except OSError as error:
+            zygote, no_zygote, scratch = "", f"a fresh kernel: {error}", None
+        if scratch is None:
+            scratch = Path(tempfile.mkdtemp(prefix="grading-"))
+            scratch.chmod(0o755)
         self.kernel_manager_class = kernel_manager_class(scratch, self.memory_mb, zygote)
         report = {"stopped": None, "timeouts": [], "not_graded": [], "seconds": {}, "truncated": [],
-                  "process_cap": process_cap(scratch)[1], "kernel": "forked" if zygote else "fresh"}
+                  "process_cap": process_cap(scratch)[1], "kernel": "forked" if zygote else "fresh",
+                  "memory_cap": memory_cap(scratch, self.memory_mb)[1], "notes": [no_zygote] if no_zygote else []}
         started = self._started = time.monotonic()
+        self._scratch = scratch
         self._kept, self._grader_cell, self._report = {}, False, report
         self._tests = TrustedTests(scratch, self._run_in_kernel, self.memory_mb, server)
         try:
             self._run(nb, resources, km, report, started)
         finally:
+            report["notes"] += [self._tests.refused] if self._tests.refused else []
+            report["oom_kills"] = oom_kills(scratch)
             self._tests.close()
             report["seconds"]["notebook"] = round(time.monotonic() - started, 2)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -157,6 +164,13 @@ class SandboxedExecute(Execute):
             return f"the student's code ran past the cell's time limit of {self.timeout} s"
         return f"the student's kernel did not answer ({errors[0]})" if errors else None
 
+    def _death(self, where: str) -> str:
+        """Why the kernel died, `where`: its sandbox's memory cgroup killed it, or it crashed, exited or hit RLIMIT."""
+        if oom_kills(self._scratch):
+            return f"the kernel died: its sandbox ran out of memory at its cap of {self.memory_mb} MiB, {where}"
+        return (f"the kernel died (it crashed, exited, or ran out of memory at the cap of {self.memory_mb} MiB) "
+                f"{where}")
+
     def _run(self, nb, resources, km, report, started) -> None:
         NotebookClient.__init__(self, nb, km)  # as nbconvert's ExecutePreprocessor.preprocess does
         self.reset_execution_trackers()
@@ -192,8 +206,7 @@ class SandboxedExecute(Execute):
                     if result.get("timed_out") and grade_id not in report["timeouts"]:
                         report["timeouts"].append(grade_id)
                     if self._dead:  # this cell's checks did not finish: it is not graded, like those after it
-                        stopped = (f"the kernel died (it crashed, exited, or ran out of memory at the cap of "
-                                   f"{self.memory_mb} MiB) while {grade_id} called the student's code")
+                        stopped = self._death(f"while {grade_id} called the student's code")
                         _not_graded(cell, stopped)
                         report["not_graded"].append(grade_id)
                     continue
@@ -203,8 +216,7 @@ class SandboxedExecute(Execute):
                     self.preprocess_cell(cell, resources, index)
                     run_sync(self._async_check_alive)()
                 except DeadKernelError:
-                    stopped = (f"the kernel died (it crashed, exited, or ran out of memory at the cap of "
-                               f"{self.memory_mb} MiB) in cell {grade_id or index} or just before it, in {last}")
+                    stopped = self._death(f"in cell {grade_id or index} or just before it, in {last}")
                     if not any(out.get("output_type") == "error" for out in cell.outputs):
                         _not_graded(cell, stopped)
                     report["not_graded"].append(grade_id)

@@ -18,8 +18,9 @@ VERSIONS = ("torch", "transformers", "nbgrader", "nbclient", "ipykernel")
 
 
 def grade_one(course_dir: Path | str, chapter: str, notebook: Path | str, output: Path | str,
-              student: str | None = None, cell_timeout: int = CELL_TIMEOUT) -> dict:
-    """Put `notebook` in the course as `student`'s submission, grade it like `grade` does, write and return results."""
+              student: str | None = None, cell_timeout: int = CELL_TIMEOUT, shapes: dict | None = None) -> dict:
+    """Put `notebook` in the course as `student`'s submission, grade it like `grade` does, write and return results;
+    `shapes` maps a converter (platforms.py) to where its shape of the results goes (None: not written)."""
     course_dir, notebook = Path(course_dir), Path(notebook)
     if not notebook.is_file():
         raise ExerciseError(f"no notebook at {notebook}: pass the path of a student's .ipynb file")
@@ -42,6 +43,9 @@ def grade_one(course_dir: Path | str, chapter: str, notebook: Path | str, output
         "versions": {"python": platform.python_version(), **{name: _version(name) for name in VERSIONS}},
     }
     Path(output).write_text(json.dumps(results, indent=1))
+    for shape, path in (shapes or {}).items():
+        if path is not None:
+            Path(path).write_text(json.dumps(shape(results), indent=1))
     return results
 
 

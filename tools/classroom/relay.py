@@ -6,7 +6,6 @@ import base64
 import contextlib
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tools.classroom import frames, sandbox
+from tools.classroom import frames, handles, sandbox, warm
 from tools.classroom.sandbox import MEMORY_LIMIT_MB
 from tools.environment import ROOT
 
@@ -68,6 +67,7 @@ class TrustedTests:
         self.kernel_scratch, self.run_in_kernel, self.memory_mb = kernel_scratch, run_in_kernel, memory_mb
         self.process, self.setup, self.setup_result, self.setup_deadline = None, None, None, 0.0
         self.server, self.connection, self.fds = server, None, (-1, -1)  # (from it, to it)
+        self.refused = ""  # why the warm server given was refused (not the grader's), if it was
         self.scratch = Path(tempfile.mkdtemp(prefix="grading-tests-"))
         self.calls = 0
 
@@ -76,12 +76,16 @@ class TrustedTests:
         self.setup, self.setup_result = setup, None
         self.setup_deadline = time.monotonic() + timeout
         if self.server:
-            with contextlib.suppress(OSError):
-                self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.connection.connect(self.server)
+            try:  # the server's folder, socket and process are checked first: not one another user put there
+                self.connection = handles.connect(self.server, warm.trusted_owner(Path(self.server).parent), 10)
                 self.fds = (self.connection.fileno(), self.connection.fileno())
                 frames.send(self.fds[1], {"op": "fork", "setup": setup})
                 return
+            except handles.Refused as error:
+                self.refused = f"refused the trusted server at {self.server}: {error}"
+                self.server = ""
+            except OSError:
+                pass
             self.close(keep_scratch=True)
         command = sandbox.bwrap_command(self.scratch, self.memory_mb, read_only=[ROOT / "tools"])
         self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted"],
@@ -155,8 +159,8 @@ class TrustedTests:
             self.connection.close()
             self.connection, self.setup_result = None, None
             if type(pid) is int:
-                with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as link:
-                    link.connect(self.server)
+                with contextlib.suppress(OSError), handles.connect(
+                        self.server, warm.trusted_owner(Path(self.server).parent), 10) as link:
                     frames.send(link.fileno(), {"op": "kill", "pid": pid})
         self.fds = (-1, -1)
         if not keep_scratch:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -11,18 +10,34 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
-from tools.environment import OFFLINE, ROOT
+from tools.classroom import cgroups
+from tools.classroom.cgroups import cgroup_parent
+from tools.classroom.policy import POLICY, SandboxPolicy
+from tools.environment import ROOT
 
-MEMORY_LIMIT_MB = 2048
-ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts", "localtime", "passwd", "group",
-       "nsswitch.conf", "ssl", "ca-certificates", "mime.types", "hosts")
+MEMORY_LIMIT_MB, PROCESS_LIMIT, TMPFS_MB = POLICY.memory_mb, POLICY.processes, POLICY.tmpfs_mb
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
+
+
+def size_folder(folder: Path, mb: int = POLICY.scratch_mb) -> None:
+    """A root grader mounts a tmpfs of `mb` MiB on the fresh, empty `folder`: what a sandbox writes there is memory
+    (its cgroup's), never the host's disk. A plain user cannot: RLIMIT_FSIZE (policy.file_mb) caps each file."""
+    if os.geteuid() == 0 and not os.path.ismount(folder):
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m,mode=0755,nosuid,nodev", "tmpfs", str(folder)],
+                       check=True, capture_output=True)
+
+
+def release(folder: Path) -> None:
+    """After the sandbox: its folder's tmpfs unmounted, the folder removed, its cgroups released."""
+    if os.path.ismount(folder):
+        subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    cgroups.release(folder)
 
 
 def _kernel_reads() -> list[Path]:
@@ -34,49 +49,10 @@ def _kernel_reads() -> list[Path]:
     return [*sorted(root for root in roots if root.is_dir()), ROOT / "helpers"]
 
 
-ZYGOTE_FOLDERS = "grading-zygote-"  # the kernel zygotes' folders (warm.py), each with its kernels' folders inside
-PROCESS_LIMIT = 64  # processes and threads in one sandbox: torch's thread pool fits, a fork bomb does not
-CGROUP_PIDS = Path("/sys/fs/cgroup/pids")  # cgroup v1 (v2: /sys/fs/cgroup/<group>/pids.max, same files)
-
-
-def cgroup_parent() -> Path:
-    """Where the sandboxes' pids cgroups are made (cgroup v1's pids hierarchy, or v2's root)."""
-    return CGROUP_PIDS if (CGROUP_PIDS / "cgroup.procs").exists() else Path("/sys/fs/cgroup")
 
 
 def _pids_cgroup(scratch: Path) -> Path | None:
-    """A pids cgroup capped at PROCESS_LIMIT for one sandbox, where this process may make one; else None."""
-    parent = cgroup_parent()
-    group = parent / f"bert-book-{scratch.name}"
-    temporary = Path(tempfile.gettempdir())  # where scratch folders are: there, and in each kernel zygote's folder
-    live = set()
-    for folder in (scratch.parent, temporary, *temporary.glob(f"{ZYGOTE_FOLDERS}*/kernels")):
-        with contextlib.suppress(OSError):  # a folder removed meanwhile
-            live.update(path.name for path in folder.iterdir())
-    for stale in parent.glob("bert-book-*"):  # groups whose sandbox is gone (its scratch folder deleted), emptied
-        if stale.name.removeprefix("bert-book-") not in live:
-            with contextlib.suppress(OSError):
-                stale.rmdir()
-    try:
-        group.mkdir(exist_ok=True)
-        (group / "pids.max").write_text(str(PROCESS_LIMIT))
-    except OSError:
-        return None
-    return group
-
-
-def release(scratch: Path) -> None:
-    """Remove the pids cgroup of a sandbox, once its processes are gone (up to 2 s; else the next sandbox does)."""
-    for parent in (CGROUP_PIDS, Path("/sys/fs/cgroup")):
-        group = parent / f"bert-book-{scratch.name}"
-        for _ in range(20):
-            try:
-                group.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:  # busy: the sandbox's last processes are still exiting
-                time.sleep(0.1)
+    return cgroups.pids_cgroup(scratch, PROCESS_LIMIT)
 
 
 # When the grader is root, each sandbox's processes run as an unprivileged user of their own: RLIMIT_NPROC counts a
@@ -84,7 +60,7 @@ def release(scratch: Path) -> None:
 # Python it binds may sit under a folder only root can enter); the process inside it switches uid before it runs
 # Python. The uids come from a range systemd leaves unassigned (above the containers' 524288-1879048191), one per
 # sandbox, from its scratch folder's random name.
-SANDBOX_UID_BASE, SANDBOX_UID_SPAN = 1_900_000_000, 1 << 24
+SANDBOX_UID_BASE, SANDBOX_UID_SPAN = POLICY.uid_base, POLICY.uid_span
 # bwrap's namespaces but the user one, which would map the sandbox's uids back to root; and the two capabilities the
 # first process inside needs to switch to the sandbox's uid (setpriv drops them with root).
 AS_ROOT = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -118,24 +94,47 @@ def _drop_problem() -> str:
     return "" if result.returncode == 0 else (result.stderr.strip() or f"exit status {result.returncode}")[:200]
 
 
+def _owner(pid: str) -> int | None:
+    """The uid of process `pid`, or None if it has ended meanwhile (it then counts for nobody)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except FileNotFoundError:
+        return None
+
+
 def process_cap(scratch: Path) -> tuple[list[str], str]:
     """(command prefix, how the number of processes is capped): a pids cgroup, and RLIMIT_NPROC as a plain user."""
     group = _pids_cgroup(scratch)
     prefix, caps = [], []
     if group is not None:
-        prefix = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
+        prefix = _join(group)
         caps.append(f"pids cgroup (pids.max {PROCESS_LIMIT})")
     uid = sandbox_uid(scratch)
     if uid is not None:  # set inside bwrap (bwrap_command): a fresh uid has no process yet, so the cap is the sandbox's
         caps.append(f"RLIMIT_NPROC {PROCESS_LIMIT} as uid {uid}, not root")
     elif os.geteuid() != 0:  # RLIMIT_NPROC counts every process of the user: room for theirs, and the limit
-        running = sum(1 for entry in Path("/proc").iterdir() if entry.name.isdigit()
-                      and entry.stat().st_uid == os.geteuid())
+        running = sum(_owner(entry.name) == os.geteuid() for entry in os.scandir("/proc") if entry.name.isdigit())
         prefix += ["prlimit", f"--nproc={running + PROCESS_LIMIT}"]
         caps.append(f"RLIMIT_NPROC ({running} + {PROCESS_LIMIT})")
     if caps:
         return prefix, " and ".join(caps)
     return [], f"none: root without a writable pids cgroup, and no unprivileged uid ({_drop_problem()})"
+
+
+def memory_cap(scratch: Path, memory_mb: int) -> tuple[list[str], str]:
+    """(command prefix, how the sandbox's memory is capped): a memory cgroup for all its processes together, where
+    one can be made; else RLIMIT_DATA per process only, which shared memory does not count."""
+    group = cgroups.memory_cgroup(scratch, memory_mb)
+    if group is None:
+        return [], ("none: no memory cgroup can be made here, and a single process can take all of the machine's "
+                    f"memory (shared memory is not counted by RLIMIT_DATA {memory_mb} MiB per process); its "
+                    "oom_score_adj is 1000, so the kernel's OOM killer takes it before the grader")
+    return _join(group), f"memory cgroup ({memory_mb} MiB for all its processes, no swap)"
+
+
+def _join(group: Path) -> list[str]:
+    """A command prefix that moves itself into `group`, then runs the rest (exec: the same process, counted)."""
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
 
 
 def _open_parents(command: list[str]) -> list[str]:
@@ -154,8 +153,9 @@ def _mounts(scratch: Path, read_only: list[Path]) -> list[str]:
         raise FileNotFoundError(f"bwrap not found: {INSTALL_HINT}")
     # Mounts apply in order: /tmp first, so that a checkout, a venv or a scratch folder under /tmp is bound over it
     # instead of being hidden by it.
-    command = [bwrap, "--perms", "1777", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]  # /tmp for any uid
-    for name in ETC:  # what the dynamic linker, fonts and certificates need; not /etc/shadow and the like
+    size = ["--size", str(POLICY.tmpfs_mb << 20), "--perms", "1777"]  # /tmp for any uid, and only so much of it
+    command = [bwrap, *size, "--tmpfs", POLICY.tmpfs[0], "--ro-bind", "/usr", "/usr"]
+    for name in POLICY.etc:  # what the dynamic linker, fonts and certificates need; not /etc/shadow and the like
         if (Path("/etc") / name).exists():
             command += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for name in ("bin", "lib", "lib64", "sbin"):  # merged-/usr systems link these; others have them as folders
@@ -170,22 +170,23 @@ def _mounts(scratch: Path, read_only: list[Path]) -> list[str]:
 
 
 def kernel_environment(scratch: Path) -> dict[str, str]:
-    """The whole environment of a sandboxed process whose home is `scratch`."""
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(scratch), "PYTHONPATH": str(ROOT),
-           "MPLCONFIGDIR": str(scratch / ".matplotlib"), **OFFLINE, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get("BERT_BOOK_CHECKPOINT", "")}
-    return {name: value for name, value in env.items() if value}
+    """The whole environment of a sandboxed process whose home is `scratch` (the policy's)."""
+    return POLICY.environment(scratch)
 
 
 def _closing(scratch: Path, namespaces: list[str], env: dict[str, str]) -> list[str]:
     """bwrap's last options: /dev, /proc, the namespaces, the read-only root, `scratch` as home, only `env`."""
-    command = ["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm", "--proc", "/proc", *namespaces,
+    command = ["--dev", "/dev", "--size", str(POLICY.tmpfs_mb << 20), "--perms", "1777", "--tmpfs", POLICY.tmpfs[1],
+               "--proc", "/proc", *namespaces,
                "--die-with-parent", "--new-session", "--remount-ro", "/", "--chdir", str(scratch), "--clearenv"]
     return command + [word for name, value in env.items() for word in ("--setenv", name, value)]
 
 
-def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: list[Path] = ()) -> list[str]:
-    """The cap, bwrap and prlimit prefix of a command run with `scratch` as its only writable directory."""
+def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: list[Path] = (),
+                  group_mb: int | None = None) -> list[str]:
+    """The caps, bwrap and prlimit prefix of a command run with `scratch` as its only writable directory: each
+    process's memory capped at `memory_mb`, all of them together at `group_mb` (default: the same)."""
+    size_folder(scratch)
     command = _mounts(scratch, read_only)
     uid = sandbox_uid(scratch)
     if uid is not None:
@@ -194,11 +195,12 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     # RLIMIT_DATA caps heap and anonymous memory (what a tensor or a list takes), not the shared libraries mapped
     # from disk: torch keeps working, and an allocation past the cap raises MemoryError in the student's cell.
     limit = memory_mb * 1024 * 1024
-    inside = ["prlimit", f"--data={limit}:{limit}", "--core=0"]
+    inside = ["prlimit", f"--data={limit}:{limit}", "--core=0", f"--fsize={POLICY.file_mb << 20}"]
     if uid is not None:  # its only writable folder is its own; what it reads must be world-readable
         os.chown(scratch, uid, uid)
         inside = [*_setpriv(uid), *inside, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}"]
-    return process_cap(scratch)[0] + command + ["--", *inside]
+    first = ["sh", "-c", 'echo 1000 > /proc/self/oom_score_adj && exec "$@"', "sh"]  # inherited: the OOM killer's
+    return first + process_cap(scratch)[0] + memory_cap(scratch, group_mb or memory_mb)[0] + command + ["--", *inside]
 
 
 # The kernel zygote (zygote.py) makes each kernel's sandbox itself, from inside its own: it stays root, with
@@ -209,15 +211,15 @@ def zygote_command(folder: Path, modules: list[str]) -> list[str]:
     command = _mounts(folder, [ROOT / "tools"])
     if sandbox_uid(folder) is None:
         raise OSError(f"a kernel zygote needs a root grader that can switch uids ({_drop_problem()})")
-    cgroups = cgroup_parent()
-    bound = os.access(cgroups / "cgroup.procs", os.W_OK)
-    if bound:
-        command += ["--bind", str(cgroups), str(cgroups)]
+    bound = sorted({str(parent) for parent in (cgroup_parent(), cgroups.memory_parent())
+                    if os.access(parent / "cgroup.procs", os.W_OK)})  # pids and memory: one or two hierarchies
+    for parent in bound:
+        command += ["--bind", parent, parent]
     command += _open_parents(command)  # for the kernels' uids
     env = {**kernel_environment(folder), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}  # as ipykernel
     command += _closing(folder, [*AS_ROOT, "--cap-add", "CAP_SYS_ADMIN"], env)
     config = {"socket": str(folder / "zygote.sock"), "kernels": str(folder / "kernels"),
-              "cgroups": str(cgroups) if bound else "", "kept": [str(path) for path in _kernel_reads()]}
+              "cgroups": bound, "kept": [str(path) for path in _kernel_reads()], "tmpfs": list(POLICY.tmpfs)}
     return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.zygote", "serve",
                       json.dumps(config), *modules]
 
@@ -251,12 +253,15 @@ def bwrap_problem() -> str | None:
 def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote: str = "") -> type[AsyncKernelManager]:
     """A kernel manager whose kernel runs in a sandbox around `scratch`, reached over Unix sockets there: a fresh
     one, or one forked by the kernel zygote listening at `zygote` (scratch then lies in the zygote's folder)."""
+    uid = sandbox_uid(scratch)
+    zygote = zygote if uid is not None else ""  # a zygote's kernel runs as its sandbox's own uid, or not at all
     if zygote:
-        uid, group = sandbox_uid(scratch), _pids_cgroup(scratch)
-        os.chown(scratch, uid, uid)
+        groups = [group for group in (_pids_cgroup(scratch), cgroups.memory_cgroup(scratch, memory_mb)) if group]
+        os.chown(scratch, uid, uid, follow_symlinks=False)  # a link swapped in is not followed
+        policy = SandboxPolicy(memory_mb=memory_mb).limits()  # what the zygote's fork enforces, as prlimit does
         request = {"scratch": str(scratch), "connection_file": str(scratch / "kernel.json"), "uid": uid,
-                   "memory_mb": memory_mb, "processes": PROCESS_LIMIT, "env": kernel_environment(scratch),
-                   "cgroup": str(group / "cgroup.procs") if group else ""}
+                   "policy": policy, "env": kernel_environment(scratch),
+                   "cgroups": [str(group / "cgroup.procs") for group in groups]}
         command = [sys.executable, "-m", "tools.classroom.zygote", "connect", zygote, json.dumps(request)]
     else:
         prefix = bwrap_command(scratch, memory_mb)

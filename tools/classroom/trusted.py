@@ -36,6 +36,12 @@ class StudentError(Exception):
         self.ename = ename
 
 
+def is_test(cell) -> bool:
+    """A grader's test cell: graded, not an answer; it runs in the trusted process, never in the student's kernel."""
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
 def split_test(source: str) -> tuple[str, str]:
     """(visible, hidden) parts of a test cell's source."""
     if BEGIN not in source:

@@ -14,6 +14,7 @@ import ast
 import atexit
 import contextlib
 import functools
+import os
 import shutil
 import socket
 import subprocess
@@ -24,10 +25,13 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom import frames, sandbox
+from tools.classroom import cgroups, frames, handles, sandbox
+from tools.classroom.trusted import is_test
 from tools.environment import ROOT
 
 SETUP_LIMIT = 300  # seconds for the server's one run of the setup
+SERVER_MEMORY_FACTOR = 4  # the server and its forks (a submission's test cells each) together: 4 kernels' cap
+ZYGOTE_KERNELS = 4  # the zygote's kernels' folders share a tmpfs of this many sandboxes' scratch_mb
 TRUSTED_FOLDERS = "grading-trusted-"  # the trusted servers' folders, each with its socket
 _SERVERS: dict[str, TrustedServer] = {}  # setup source -> this process's server for it
 
@@ -40,7 +44,8 @@ class TrustedServer:
         self.scratch = Path(tempfile.mkdtemp(prefix=TRUSTED_FOLDERS))
         self.socket = self.scratch / "trusted.sock"
         self.zygote = KernelZygote(self.scratch, setup)  # it imports while the setup runs here
-        command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"])
+        command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"],
+                                        group_mb=SERVER_MEMORY_FACTOR * memory_mb)  # its forks share its group
         self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted", "--server",
                                          str(self.socket)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL)
@@ -52,7 +57,7 @@ class TrustedServer:
         self.ready = ready.get("op") == "ready" and ready.get("status") == "passed"
         if not self.ready:  # a fresh process per submission will report why
             self.close()
-        elif not self.zygote.wait():  # a fresh sandbox per kernel
+        elif self.zygote.process is None or not self.zygote.wait():  # a fresh sandbox per kernel
             self.zygote.close()
 
     def alive(self) -> bool:
@@ -73,9 +78,16 @@ class KernelZygote:
     """The student kernels' zygote (zygote.py) beside a trusted server, where the grader is root; else none."""
 
     def __init__(self, trusted: Path, setup: str):
-        self.folder = _zygote_folder(trusted)
-        self.folder.mkdir(mode=0o700)
-        (self.folder / "kernels").mkdir()
+        self.folder, self.process = _zygote_folder(trusted), None
+        try:
+            self.folder.mkdir(mode=0o700)  # made here, or no zygote: a folder someone else made first is not ours
+        except OSError:
+            self.folder = None
+            return
+        (self.folder / "kernels").mkdir(mode=0o755)
+        # One tmpfs for all its kernels' folders (a mount made later would not reach the zygote's namespace): the
+        # host's disk is never written; each kernel's share is charged to its memory cgroup, each file to file_mb.
+        sandbox.size_folder(self.folder / "kernels", ZYGOTE_KERNELS * sandbox.POLICY.scratch_mb)
         try:
             command = sandbox.zygote_command(self.folder, _imported(setup))
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -97,20 +109,65 @@ class KernelZygote:
             self.process.wait()
             self.process.stdout.close()
             self.process = None
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.folder is not None:
+            sandbox.release(self.folder / "kernels")
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def trusted_owner(folder: Path) -> int:
+    """The uid that owns a trusted server's folder and socket: its sandbox's (root grader), else the grader's."""
+    uid = sandbox.sandbox_uid(folder)
+    return os.geteuid() if uid is None else uid
+
+
+def trusted_problem(trusted_socket: str) -> str:
+    """'' if the trusted server at `trusted_socket` is one this machine's grader made and it listens; else why not."""
+    if not trusted_socket:
+        return "no trusted server"
+    try:
+        handles.connect(trusted_socket, trusted_owner(Path(trusted_socket).parent), timeout=10).close()
+    except OSError as error:
+        return f"refused the trusted server at {trusted_socket}: {error}"
+    return ""
+
+
+def find_zygote(trusted_socket: str) -> tuple[str, str]:
+    """(socket, '') of the kernel zygote beside the trusted server at `trusted_socket`; ('', '') where none runs
+    (no warm server, not root); ('', why) where one was found but refused, or its fork guard tripped.
+
+    Both folders are checked before anything is made in them: the trusted server's is its sandbox uid's, the zygote's
+    is root's (it runs as root), each writable by its owner only; the zygote's socket is root's, and so is its peer.
+    """
+    folder = Path(trusted_socket).parent
+    if not trusted_socket or os.geteuid() != 0 or sandbox.sandbox_uid(folder) is None:
+        return "", ""
+    path = _zygote_folder(folder) / "zygote.sock"
+    if not path.parent.exists() and not path.parent.is_symlink():  # none started (or it failed): a fresh kernel
+        return "", ""
+    try:
+        handles.check_folder(folder, trusted_owner(folder))
+        handles.check_folder(path.parent / "kernels", 0)
+        with handles.connect(path, 0, timeout=10) as zygote:
+            with contextlib.suppress(OSError):  # an unfit zygote answers, and hangs up, without reading
+                frames.send(zygote.fileno(), {"op": "fit"})
+            answer = frames.receive(zygote.fileno(), time.monotonic() + 10)
+    except handles.Refused as error:
+        return "", f"refused the kernel zygote at {path}: {error}"
+    except (OSError, frames.FrameError):  # ended meanwhile
+        return "", ""
+    if not answer.get("fit"):
+        return "", f"a fresh kernel: {str(answer.get('error', 'the kernel zygote did not answer'))[:200]}"
+    return str(path), ""
 
 
 def zygote_socket(trusted_socket: str) -> str:
-    """The socket of the kernel zygote beside the trusted server at `trusted_socket`, if one listens; else ''."""
-    if not trusted_socket:
-        return ""
-    path = _zygote_folder(Path(trusted_socket).parent) / "zygote.sock"
-    return str(path) if listening(str(path)) else ""
+    """The socket of the kernel zygote beside the trusted server at `trusted_socket`, if it passes its checks, or ''."""
+    return find_zygote(trusted_socket)[0]
 
 
 def _zygote_folder(trusted: Path) -> Path:
     """The kernel zygote's folder (its socket, its kernels' folders), named after its trusted server's."""
-    return trusted.with_name(trusted.name.replace(TRUSTED_FOLDERS, sandbox.ZYGOTE_FOLDERS))
+    return trusted.with_name(trusted.name.replace(TRUSTED_FOLDERS, cgroups.ZYGOTE_FOLDERS))
 
 
 def _imported(source: str) -> list[str]:
@@ -135,26 +192,25 @@ def _knock(path: str) -> OSError | None:
     return None
 
 
-def listening(path: str) -> bool:
-    """Whether a server listens at `path` on this machine (a worker elsewhere, or after it ended, finds none)."""
-    return bool(path) and _knock(path) is None
-
-
 def _remove_stale() -> None:
     """Remove the folders of servers and kernel zygotes that are gone (a stopped Dask worker runs no exit handler):
     nothing listens on their sockets."""
     temporary = Path(tempfile.gettempdir())
     for path in [*temporary.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"),
-                 *temporary.glob(f"{sandbox.ZYGOTE_FOLDERS}*/zygote.sock")]:
+                 *temporary.glob(f"{cgroups.ZYGOTE_FOLDERS}*/zygote.sock")]:
+        owner = trusted_owner(path.parent) if path.name == "trusted.sock" else 0
+        try:  # a folder another user made is never this grader's to remove (nor one removed meanwhile)
+            handles.check_socket(path, owner)
+        except OSError:
+            continue
         if isinstance(_knock(str(path)), ConnectionRefusedError):
-            shutil.rmtree(path.parent, ignore_errors=True)
+            sandbox.release(path.parent / "kernels")  # a zygote's kernels' tmpfs; a server's own folder is one
+            sandbox.release(path.parent)
 
 
 @functools.lru_cache(maxsize=16)
 def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
     """A source notebook's setup cell (grade_id 'setup'), and the modules its test cells import."""
-    from tools.classroom.execute import is_test
-
     cells = nbformat.reads(notebook, as_version=4).cells
     setup = next((cell.source for cell in cells if cell.metadata.get("nbgrader", {}).get("grade_id") == "setup"), "")
     return setup, tuple(sorted({module for cell in cells if is_test(cell) for module in _imported(cell.source)}))

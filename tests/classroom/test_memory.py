@@ -1,0 +1,69 @@
+"""Memory is bounded per sandbox, not per process only: /dev/shm holds its size, and many processes that together
+ask for several times the cap (less than the machine has, in case the cap fails) are stopped by the memory cgroup,
+with "memory" in the record."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+
+from tools.classroom import sandbox
+from tools.classroom.records import make_record
+
+CAP_MB = 512  # the sandbox's cap here; RLIMIT_DATA is the same per process, so each hog below passes it alone
+SHM = """
+written = 0
+try:
+    for n in range(8):  # 1 GiB asked for, in files of 128 MiB (each under RLIMIT_FSIZE), 64 MiB at a time
+        with open(f"/dev/shm/fill{n}", "wb") as file:
+            for _ in range(2):
+                file.write(b"x" * (64 << 20))
+                file.flush()
+                written += 64
+except OSError as error:
+    print("stopped:", error.strerror)
+print("written MiB:", written)
+"""
+GANG = """
+import os, signal
+children = []
+for _ in range(4):  # 4 x 300 MiB: 2.3 times the cap
+    pid = os.fork()
+    if pid == 0:
+        hog = bytearray(b"x") * (300 << 20)
+        import time
+        time.sleep(5)
+        os._exit(0)
+    children.append(pid)
+statuses = [os.waitpid(pid, 0)[1] for pid in children]
+print("killed:", sum(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in statuses))
+"""
+
+
+def _graded(tmp_path) -> tuple[list[str], dict]:
+    from tools.classroom.execute import SandboxedExecute
+
+    cell = nbformat.v4.new_code_cell
+    notebook = nbformat.v4.new_notebook(cells=[
+        cell("x = 1\n", metadata={"nbgrader": {"grade_id": "setup"}}),
+        cell(SHM, metadata={"nbgrader": {"grade_id": "shm", "solution": True}}),
+        cell(GANG, metadata={"nbgrader": {"grade_id": "gang", "solution": True}})])
+    report = tmp_path / "report.json"
+    SandboxedExecute(report_path=str(report), memory_mb=CAP_MB, cell_timeout=120).preprocess(
+        notebook, {"metadata": {"path": str(tmp_path)}})
+    outputs = ["".join(out.get("text", "") for out in cell.outputs) for cell in notebook.cells[1:]]
+    return outputs, json.loads(report.read_text())
+
+
+def test_dev_shm_and_a_gang_of_processes_stop_at_the_sandboxs_memory(bwrap, tmp_path):
+    (shm, gang), report = _graded(tmp_path)
+    assert "No space left on device" in shm and int(shm.split("written MiB:")[1]) <= sandbox.TMPFS_MB, shm
+    record = make_record("someone", "", 1.0, report, "", [])
+    if report["memory_cap"].startswith("none"):  # no memory cgroup here: the record says so, nothing stops the gang
+        assert "no memory cgroup" in record.memory_cap and "all of the machine's memory" in record.memory_cap
+        assert "killed: 0" in gang, (record, gang)
+        return
+    assert record.memory_cap == f"memory cgroup ({CAP_MB} MiB for all its processes, no swap)"
+    assert int(gang.split("killed:")[1]) >= 1, gang  # the cgroup stopped some; RLIMIT_DATA alone stops none
+    assert any("memory" in flag for flag in record.flags), record.flags

@@ -1,0 +1,201 @@
+"""Another local user's sockets in /tmp: a fake kernel zygote and a fake trusted server are refused, with a reason,
+and nothing is graded with them (handles.py, warm.find_zygote, relay.TrustedTests)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools.classroom import handles, warm
+
+STRANGER = 65534  # nobody: another local user, unprivileged
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a second uid needs a root test run (setpriv)")
+# The stranger's server: its own folder in /tmp, a socket in it; one line per connection it gets.
+LISTENER = r"""
+import os, socket, sys
+os.mkdir(sys.argv[1], 0o700)
+os.mkdir(os.path.join(sys.argv[1], "kernels"), 0o755)
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(os.path.join(sys.argv[1], sys.argv[2]))
+listener.listen(8)
+print("ready", flush=True)
+while True:
+    connection = listener.accept()[0]
+    print("connected", flush=True)
+    connection.send(b"!")  # counted: the caller may go
+    connection.close()
+"""
+
+
+@contextlib.contextmanager
+def planted(folder: Path, name: str):
+    """The stranger listening at folder/name; yields a list that holds, once it ended, each connection it got."""
+    process = subprocess.Popen(["setpriv", f"--reuid={STRANGER}", f"--regid={STRANGER}", "--clear-groups",
+                                "/usr/bin/python3", "-c", LISTENER, str(folder), name], stdout=subprocess.PIPE,
+                               text=True)
+    connections = []
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        assert os.stat(folder / name).st_uid == STRANGER
+        yield connections
+    finally:
+        process.kill()
+        connections += process.stdout.read().split()
+        process.wait()
+        process.stdout.close()
+        try:
+            warm._remove_stale()  # its server has ended: a sweep finds nothing listening there
+            left = (folder / name).exists()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    assert left, "the grader removed another user's folder"
+
+
+def _knock(path: Path) -> None:
+    """Connect, and wait until the listener has counted it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.connect(str(path))
+        assert probe.recv(1) == b"!"
+
+
+def _notebook() -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell
+    return nbformat.v4.new_notebook(cells=[
+        cell("value = 2\n", metadata={"nbgrader": {"grade_id": "setup"}}),
+        cell("answer = value + 1\n", metadata={"nbgrader": {"grade_id": "a", "solution": True}}),
+        cell("assert answer == 3\n", metadata={"nbgrader": {"grade_id": "t", "grade": True, "points": 1}})])
+
+
+@root_only
+def test_a_strangers_trusted_server_and_zygote_are_refused_and_grade_nothing(bwrap, tmp_path):
+    from tools.classroom.execute import SandboxedExecute
+
+    name = Path(tempfile.mktemp(prefix=warm.TRUSTED_FOLDERS))  # a name the grader might be handed (a Dask task)
+    trusted, zygote = name / "trusted.sock", warm._zygote_folder(name) / "zygote.sock"
+    with planted(name, trusted.name) as to_server, planted(zygote.parent, zygote.name) as to_zygote:
+        assert f"belongs to uid {STRANGER}" in warm.trusted_problem(str(trusted))
+        found, why = warm.find_zygote(str(trusted))
+        assert found == "" and f"belongs to uid {STRANGER}" in why, why
+        with pytest.raises(handles.Refused, match=f"uid {STRANGER}"):
+            handles.connect(zygote, 0)
+        report = tmp_path / "report.json"
+        notebook = _notebook()
+        SandboxedExecute(report_path=str(report), trusted_server=str(trusted)).preprocess(
+            notebook, {"metadata": {"path": str(tmp_path)}})
+        notes = json.loads(report.read_text())["notes"]
+        _knock(trusted)  # the control: each fake listens, and counts a connection
+        _knock(zygote)
+    assert notebook.cells[2].outputs == []  # graded, and passed, by the grader's own fresh trusted process
+    assert [note.split(":")[0] for note in notes] == ["refused the kernel zygote at " + str(zygote),
+                                                      "refused the trusted server at " + str(trusted)], notes
+    assert to_server == to_zygote == ["connected"]  # the control's connection only: nothing else reached either
+
+
+def test_a_folder_others_may_write_into_or_a_link_is_refused(tmp_path):
+    folder = tmp_path / "folder"
+    folder.mkdir(mode=0o700)
+    handles.check_folder(folder, os.geteuid())  # the control: the grader's own folder passes
+    folder.chmod(0o777)
+    with pytest.raises(handles.Refused, match="others may write"):
+        handles.check_folder(folder, os.geteuid())
+    (tmp_path / "link").symlink_to(folder)
+    with pytest.raises(handles.Refused, match="not a folder"):
+        handles.check_folder(tmp_path / "link", os.geteuid())
+    with pytest.raises(handles.Refused, match="belongs to uid"):
+        handles.check_folder(tmp_path, os.geteuid() + 1)
+
+
+
+@root_only
+def test_a_strangers_dead_server_folder_is_not_the_graders_to_remove():
+    """The sweep of folders whose server is gone (warm._remove_stale) leaves another user's alone; the control: the
+    grader's own folder, with nothing listening, is removed."""
+    name = Path(tempfile.mktemp(prefix=warm.TRUSTED_FOLDERS))
+    with planted(name, "trusted.sock"):
+        pass  # planted checks, once the stranger's server has ended, that the sweep left its folder
+    own = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS))
+    os.chown(own, warm.trusted_owner(own), -1)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
+        gone.bind(str(own / "trusted.sock"))  # bound, never listening: a server that ended
+        os.chown(own / "trusted.sock", warm.trusted_owner(own), -1)
+    warm._remove_stale()
+    assert not own.exists()
+
+
+@root_only
+def test_a_zygote_folder_swapped_after_its_check_gets_no_kernel_folder_and_no_chmod_through_a_link(bwrap, tmp_path,
+                                                                                                    monkeypatch):
+    """The race of the attack review's item 3: find_zygote passed a folder that, by the time the scratch folder is
+    made, is another user's, its kernels/ a link to a folder of root's. Nothing is made or changed there; the
+    kernel is a fresh one, and the record says why."""
+    from tools.classroom import execute
+
+    target = Path(tempfile.mkdtemp(prefix="root-only-"))  # what the link points at: root's, 0700, empty
+    swapped = Path(tempfile.mkdtemp(prefix=warm.cgroups.ZYGOTE_FOLDERS))
+    try:
+        (swapped / "kernels").symlink_to(target)
+        os.lchown(swapped / "kernels", STRANGER, STRANGER)
+        os.chown(swapped, STRANGER, STRANGER)
+        monkeypatch.setattr(execute, "find_zygote", lambda server: (str(swapped / "zygote.sock"), ""))
+        report = tmp_path / "report.json"
+        notebook = _notebook()
+        execute.SandboxedExecute(report_path=str(report)).preprocess(notebook, {"metadata": {"path": str(tmp_path)}})
+        seen = json.loads(report.read_text())
+        assert os.listdir(target) == [] and os.stat(target).st_mode & 0o777 == 0o700 and os.stat(target).st_uid == 0
+        assert seen["kernel"] == "fresh" and notebook.cells[2].outputs == [], seen
+        assert any(str(swapped / "kernels") in note and "a link or a file" in note for note in seen["notes"]), seen
+        (swapped / "kernels").unlink()
+        (swapped / "kernels").mkdir(mode=0o755)  # a real folder, the stranger's: refused by its owner
+        os.chown(swapped / "kernels", STRANGER, STRANGER)
+        os.chown(swapped, 0, 0)  # in a folder of root's, so that kernels/ itself is what is refused
+        with pytest.raises(handles.Refused, match=f"kernels belongs to uid {STRANGER}"):
+            handles.make_folder(swapped / "kernels", 0, "grading-")
+        assert os.listdir(swapped / "kernels") == []
+        os.chown(swapped / "kernels", 0, 0)  # the control: root's own kernels/ in a root folder gets its folder
+        made = handles.make_folder(swapped / "kernels", 0, "grading-")
+        assert made.parent == swapped / "kernels" and os.lstat(made).st_mode & 0o7777 == 0o755
+    finally:
+        shutil.rmtree(swapped, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)
+
+
+@root_only
+def test_beside_the_graders_own_trusted_folder_a_strangers_zygote_is_refused_for_its_own_reason(tmp_path):
+    """The trusted folder passes (the grader's, as a warm server's), so each zygote check is the one that refuses:
+    the stranger's kernels/, then the stranger's socket in a folder of root's, then a link to a genuine folder."""
+    own = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS))
+    os.chown(own, warm.trusted_owner(own), -1)
+    trusted, zygote = own / "trusted.sock", warm._zygote_folder(own) / "zygote.sock"
+    genuine = Path(tempfile.mkdtemp(prefix="genuine-"))  # root's, with root's kernels/: only a link to it is wrong
+    try:
+        with planted(zygote.parent, zygote.name) as to_zygote:
+            assert warm.find_zygote(str(trusted)) == ("", f"refused the kernel zygote at {zygote}: {zygote.parent}/"
+                                                          f"kernels belongs to uid {STRANGER}, not to uid 0, which "
+                                                          "made it")
+            os.chown(zygote.parent / "kernels", 0, 0)  # root's kernels/ in a root folder: the socket is the stranger's
+            os.chown(zygote.parent, 0, 0)
+            zygote.parent.chmod(0o755)
+            found, why = warm.find_zygote(str(trusted))
+            assert found == "" and why.startswith(f"refused the kernel zygote at {zygote}: {zygote} is not a socket "
+                                                  f"of uid 0 (uid {STRANGER}"), why
+            _knock(zygote)  # the control: it listens, and counts a connection
+        assert to_zygote == ["connected"], to_zygote  # the control's only: find_zygote never connected
+        (genuine / "kernels").mkdir(mode=0o755)
+        zygote.parent.symlink_to(genuine)
+        found, why = warm.find_zygote(str(trusted))
+        assert why == f"refused the kernel zygote at {zygote}: {zygote.parent} is not a folder (a link or a file)"
+    finally:
+        for path in (zygote.parent, own):
+            if path.is_symlink():
+                path.unlink()
+            shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(genuine, ignore_errors=True)

@@ -1,0 +1,62 @@
+"""nbgrader's configuration for grading: the gradebook, and its Execute step in the sandbox (execute.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools.classroom.course import COURSE_ID, alembic_head, gradebook_url
+from tools.classroom.execute import STARTUP_LIMIT
+from tools.classroom.policy import POLICY
+
+CELL_TIMEOUT = POLICY.cell_s  # seconds for an answer or test cell (the setup cell has POLICY.setup_s)
+WARM_CHAPTERS = 12  # warm trusted servers one plain `nbgrader autograde` process keeps (its chapters, in turn)
+
+
+def configure(config, course_dir: Path | str, db_url: str | None = None) -> None:
+    """Set nbgrader's grading configuration: the gradebook (`db_url` or the course's), Execute in the sandbox."""
+    import nbgrader.api
+    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        GetGrades,
+        IgnorePattern,
+        LimitOutput,
+        SaveAutoGrades,
+    )
+
+    from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.hide import HideHiddenTests
+
+    nbgrader.api.get_alembic_version = alembic_head  # its answer for each new gradebook, without a new Python
+    config.CourseDirectory.root = str(course_dir)
+    config.CourseDirectory.course_id = COURSE_ID
+    config.CourseDirectory.db_url = db_url or gradebook_url(course_dir)
+    config.OverwriteCells.add_missing_cells = True
+    config.Execute.startup_timeout = STARTUP_LIMIT
+    # plain nbgrader (the course's nbgrader_config.py): each chapter's setup run once per nbgrader process, ~0.5 GB each
+    config.SandboxedExecute.warm_servers = WARM_CHAPTERS
+    config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
+                                                LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    # feedback goes to students: no hidden check, nor a traceback quoting one
+    config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+
+
+def scratch_url(course_dir: Path | str) -> str:
+    """The db_url of a worker's scratch course: its own SQLite file, whatever $BERT_BOOK_GRADEBOOK_URL says."""
+    return f"sqlite:///{Path(course_dir) / 'gradebook.db'}"
+
+
+def nbgrader_config(course_dir: Path, report_path: Path | None = None, cell_timeout: int = CELL_TIMEOUT,
+                    db_url: str | None = None, trusted_server: str = ""):
+    """nbgrader's configuration for one grading run, built here: the course's nbgrader_config.py is not run."""
+    from traitlets.config import Config
+
+    config = Config()
+    configure(config, course_dir, db_url)
+    if report_path:
+        config.SandboxedExecute.report_path = str(report_path)
+    config.SandboxedExecute.cell_timeout = cell_timeout
+    config.SandboxedExecute.trusted_server = trusted_server
+    config.SandboxedExecute.warm_servers = 0  # a grading child lives for one submission: the caller's server or none
+    return config
