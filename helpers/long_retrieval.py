@@ -9,8 +9,11 @@ bootstrap over documents (a document's queries move together).
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -43,9 +46,11 @@ def prose_sentences(text: str) -> list[str]:
 
 
 def offline_texts() -> dict[str, str]:
-    """{name: text}: the Python reference topics that `help()` shows, which ship with Python itself."""
-    from pydoc_data.topics import topics
+    """{name: text}: the Python reference topics that `help()` shows, as CPython 3.11.7 ships them (PSF licence).
 
+    A copy in helpers/data: each Python release rewrites its own pydoc_data, and the chapter's numbers must not
+    depend on which Python a reader runs."""
+    topics = json.loads(gzip.decompress((Path(__file__).parent / "data" / "python_topics.json.gz").read_bytes()))
     return {name: topics[name] for name in sorted(topics)}
 
 
