@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 from helpers.plots import OKABE_ITO
 from helpers.position_stats import cell_key
 
-__all__ = ["accuracy_by_position", "row_norms_figure", "SCHEME_NAMES"]
+__all__ = ["accuracy_by_position", "position_accuracy", "row_norms_figure", "SCHEME_NAMES"]
 
 SCHEME_NAMES = {"none": "No positions", "learned": "Learned", "sinusoid": "Sinusoid", "t5": "T5 bias",
                 "alibi": "ALiBi", "rope": "RoPE"}
