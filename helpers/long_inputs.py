@@ -16,7 +16,8 @@ from torch import nn
 
 from helpers.validation import check_allocation, ids_tensor, integer
 
-__all__ = ["copied_rows", "interpolated_rows", "with_position_table", "encode_in_windows", "token_distance"]
+__all__ = ["copied_rows", "interpolated_rows", "with_position_table", "encode_in_windows", "encode_without",
+           "token_distance"]
 
 
 def _table(table) -> torch.Tensor:
@@ -114,6 +115,28 @@ def encode_in_windows(model: nn.Module, ids, cls_id: int, sep_id: int, window: i
             wrapped = torch.cat([torch.tensor([cls_id]), piece, torch.tensor([sep_id])])  # (n + 2,)
             states.append(model(wrapped.unsqueeze(0)).last_hidden_state[0, 1:-1])  # (n, hidden)
     return torch.cat(states)  # (length, hidden)
+
+
+def encode_without(model: nn.Module, ids, states: torch.Tensor, low: int, high: int, cls_id: int, sep_id: int,
+                   window: int) -> torch.Tensor:
+    """The last-layer states of `ids` with ids[low:high] deleted from the input, encoded in windows of `window`.
+
+    `states` are encode_in_windows(model, ids, cls_id, sep_id, window): the windows that end before `low` are
+    the same inputs after the deletion, so their states are reused and only the rest is encoded again.
+    """
+    ids = ids_tensor("ids", ids)[0]
+    window = integer("window", window, minimum=3, hint=": [CLS], [SEP] and at least one token")
+    low, high = integer("low", low, minimum=0), integer("high", high, minimum=0)
+    if not low < high <= len(ids):
+        raise ValueError(f"need 0 <= low < high <= {len(ids)} (the ids' length), got low={low}, high={high}.")
+    if not isinstance(states, torch.Tensor) or states.dim() != 2 or len(states) != len(ids):
+        raise ValueError(f"states must be the ({len(ids)}, hidden) states of the ids in windows of {window}, got "
+                         f"{type(states).__name__} of shape {tuple(getattr(states, 'shape', ()))}.")
+    kept = low // (window - 2) * (window - 2)  # the windows before this point are unchanged
+    rest = torch.cat([ids[kept:low], ids[high:]])
+    if not len(rest):
+        return states[:kept]
+    return torch.cat([states[:kept], encode_in_windows(model, rest, cls_id, sep_id, window)])
 
 
 def token_distance(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:

@@ -144,18 +144,31 @@ def pooled(sums: torch.Tensor, counts: torch.Tensor, owners, bands) -> tuple[tor
     return full, rest_sum / rest_count.clamp(min=1).unsqueeze(1)
 
 
-def scores(queries: torch.Tensor, full: torch.Tensor, rest: torch.Tensor, owners, tie: float = 1e-4
-           ) -> dict[str, torch.Tensor]:
-    """Per query: `topic` (its own document's vector is the nearest of all) and `contrast` (1 when its own
-    document is nearer with the query's band than without it, 0 when farther, 0.5 within `tie`)."""
+def scores(queries: torch.Tensor, full: torch.Tensor, rest: torch.Tensor, owners) -> dict[str, torch.Tensor]:
+    """Per query, from cosines: `topic` (1 when its own document's vector is the nearest of all), `rr` (the
+    reciprocal rank of its own document), `margin` (cos to its own document minus cos to the same document
+    without the query's band), `z` (the margin over the standard deviation of its cosines to the other
+    documents), `contrast` (1, 0.5 or 0 as the margin is above, at or below 0) and `gap` (how near the nearest
+    other document's cosine comes to its own document's: the tie a rank could flip on)."""
     owners = torch.as_tensor(owners)
     if queries.dim() != 2 or full.dim() != 2 or rest.shape != queries.shape or owners.shape != (len(queries),):
         raise ValueError(f"queries and rest (q, hidden), full (docs, hidden), owners (q,) expected, got "
                          f"{tuple(queries.shape)}, {tuple(rest.shape)}, {tuple(full.shape)}, {tuple(owners.shape)}.")
-    similarity = F.normalize(queries, dim=-1) @ F.normalize(full, dim=-1).T  # (q, docs) cosines
-    margin = similarity[torch.arange(len(queries)), owners] - F.cosine_similarity(queries, rest, dim=-1)
-    contrast = torch.where(margin.abs() < tie, 0.5, (margin > 0).double())
-    return {"topic": (similarity.argmax(dim=1) == owners).double(), "contrast": contrast}
+    if len(full) < 3:
+        raise ValueError(f"scores need at least 3 documents (a spread over the others), got {len(full)}.")
+    unit = F.normalize(queries, dim=-1)  # (q, hidden)
+    similarity = unit @ F.normalize(full, dim=-1).T  # (q, docs) cosines
+    mine = torch.arange(len(queries)), owners
+    own = (unit * F.normalize(full[owners], dim=-1)).sum(-1)  # computed as `without`: equal rows, equal cosines
+    margin = own - (unit * F.normalize(rest, dim=-1)).sum(-1)
+    others = similarity.clone()
+    others[mine] = float("nan")
+    spread = torch.from_numpy(np.nanstd(others.numpy(), axis=1, ddof=1))  # (q,)
+    distance = (others - similarity[mine].unsqueeze(1)).abs().nan_to_num(float("inf"))
+    rank = 1 + (others > similarity[mine].unsqueeze(1)).sum(1)
+    return {"topic": (rank == 1).double(), "rr": 1 / rank.double(), "margin": margin,
+            "z": margin / spread.to(margin.dtype), "contrast": 0.5 + 0.5 * torch.sign(margin).double(),
+            "gap": distance.min(1).values}
 
 
 def paired_interval(first, second, groups, level: float = 0.95, resamples: int = 2000, seed: int = 0
@@ -188,28 +201,31 @@ def paired_interval(first, second, groups, level: float = 0.95, resamples: int =
     return float(sums.sum() / counts.sum()), float(low), float(high)
 
 
-def verdict(test: tuple[float, float], equivalence: tuple[float, float], margin: float) -> str:
+def verdict(test: tuple[float, float], equivalence: tuple[float, float] | None, margin: float) -> str:
     """The claim rule: 'better' / 'worse' when the `test` interval excludes 0; 'about equal' when the
-    `equivalence` interval lies inside ±margin; else 'undecided'."""
+    `equivalence` interval lies inside ±margin (None: a score with no equivalence margin); else 'undecided'."""
     margin = real("margin", margin, above=0)
     if test[0] > 0:
         return "better"
     if test[1] < 0:
         return "worse"
-    return "about equal" if -margin < equivalence[0] and equivalence[1] < margin else "undecided"
+    if equivalence is not None and -margin < equivalence[0] and equivalence[1] < margin:
+        return "about equal"
+    return "undecided"
 
 
 def accuracy_bars(accuracy: dict[str, float], intervals: dict[str, tuple[float, float]], chance: float,
-                  title: str = "", xlabel: str = "accuracy"):
+                  title: str = "", xlabel: str = "accuracy", chance_label: str = "chance",
+                  xlim: tuple[float, float] = (0, 1.0)):
     """One horizontal bar per method with its interval; chance a dashed line named in the legend, outside the bars."""
     fig, ax = plt.subplots(figsize=(8.0, 0.32 * len(accuracy) + 1.2))
     for i, (name, value) in enumerate(accuracy.items()):
         low, high = intervals[name]
         ax.barh(i, value, color=OKABE_ITO[i % len(OKABE_ITO)], hatch=HATCHES[i % len(HATCHES)], edgecolor="white")
         ax.errorbar(value, i, xerr=[[value - low], [high - value]], color="black", capsize=3)
-    ax.axvline(chance, color="black", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
+    ax.axvline(chance, color="black", linestyle="--", linewidth=1, label=f"{chance_label} ({chance:.2f})")
     ax.set_yticks(range(len(accuracy)), list(accuracy), fontsize=8)
     ax.invert_yaxis()  # the first method on top
-    ax.set(title=title, xlabel=xlabel, xlim=(0, 1.0))
+    ax.set(title=title, xlabel=xlabel, xlim=xlim)
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig

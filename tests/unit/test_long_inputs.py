@@ -10,6 +10,7 @@ from transformers import BertConfig, BertModel
 from helpers.long_inputs import (
     copied_rows,
     encode_in_windows,
+    encode_without,
     interpolated_rows,
     token_distance,
     with_position_table,
@@ -79,6 +80,26 @@ def test_windows_are_separate_inputs_and_none_is_one_input(tiny_bert):
             piece = torch.cat([torch.tensor([1]), ids[start:start + 8], torch.tensor([2])])[None]
             assert torch.equal(windows[start:start + 8], tiny_bert(piece).last_hidden_state[0, 1:-1])
     assert windows.shape == (17, 16)
+
+
+@pytest.mark.parametrize(("low", "high"), [(0, 3), (5, 11), (8, 16), (16, 23), (3, 23)])
+def test_encode_without_equals_encoding_the_shorter_text_from_scratch(tiny_bert, low, high):
+    ids = torch.randint(3, 40, (23,), generator=torch.Generator().manual_seed(4))
+    states = encode_in_windows(tiny_bert, ids, 1, 2, window=10)
+    shorter = torch.cat([ids[:low], ids[high:]])
+    expected = encode_in_windows(tiny_bert, shorter, 1, 2, window=10) if len(shorter) else states[:0]
+    assert torch.equal(encode_without(tiny_bert, ids, states, low, high, 1, 2, window=10), expected)
+
+
+def test_encode_without_refuses_a_band_outside_the_ids_and_foreign_states(tiny_bert):
+    ids = torch.randint(3, 40, (12,), generator=torch.Generator().manual_seed(5))
+    states = encode_in_windows(tiny_bert, ids, 1, 2, window=10)
+    with pytest.raises(ValueError, match="low < high"):
+        encode_without(tiny_bert, ids, states, 5, 5, 1, 2, window=10)
+    with pytest.raises(ValueError, match="low < high"):
+        encode_without(tiny_bert, ids, states, 5, 13, 1, 2, window=10)
+    with pytest.raises(ValueError, match="states must be"):
+        encode_without(tiny_bert, ids, states[:4], 5, 8, 1, 2, window=10)
 
 
 def test_token_distance_against_sklearn():

@@ -71,18 +71,28 @@ def test_pooled_vectors_are_means_of_the_right_rows():
 
 def test_scores_agree_with_scikit_learn_cosine():
     torch.manual_seed(1)
-    queries, full, rest = torch.randn(6, 4), torch.randn(3, 4), torch.randn(6, 4)
+    queries, full, rest = (torch.randn(6, 4, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64),
+                           torch.randn(6, 4, dtype=torch.float64))
     owners = torch.tensor([0, 1, 2, 0, 1, 2])
     got = scores(queries, full, rest, owners)
     similarity = cosine_similarity(queries.numpy(), full.numpy())
     np.testing.assert_array_equal(got["topic"].numpy(), (similarity.argmax(1) == owners.numpy()).astype(float))
     own = similarity[np.arange(6), owners.numpy()]
     other = np.diag(cosine_similarity(queries.numpy(), rest.numpy()))
+    np.testing.assert_allclose(got["margin"].numpy(), own - other, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(got["contrast"].numpy(), (own > other).astype(float))
-    same = scores(queries, full, full[owners], owners)["contrast"]  # nothing removed: a tie, scored 0.5
-    assert torch.equal(same, torch.full((6,), 0.5, dtype=torch.float64))
+    for i, o in enumerate(owners.tolist()):  # rank, spread and gap by hand, from scikit-learn's cosines
+        others = np.delete(similarity[i], o)
+        assert got["rr"][i] == 1 / (1 + (others > own[i]).sum())
+        np.testing.assert_allclose(got["z"][i], (own[i] - other[i]) / np.std(others, ddof=1), rtol=1e-10)
+        np.testing.assert_allclose(got["gap"][i], np.abs(others - own[i]).min(), rtol=1e-10)
+    same = scores(queries, full, full[owners], owners)  # nothing removed: exactly 0, a tie scored 0.5
+    assert torch.equal(same["margin"], torch.zeros(6, dtype=torch.float64))
+    assert torch.equal(same["contrast"], torch.full((6,), 0.5, dtype=torch.float64))
     with pytest.raises(ValueError, match="owners"):
         scores(queries, full, rest, owners[:3])
+    with pytest.raises(ValueError, match="at least 3 documents"):
+        scores(queries[:2], full[:2], rest[:2], owners[:2] % 2)
 
 
 def hand_cluster_bootstrap(diff, groups, level, resamples, seed):
@@ -126,6 +136,7 @@ def test_the_claim_rule():
     assert verdict((-0.3, -0.01), (-0.2, -0.05), 0.1) == "worse"
     assert verdict((-0.12, 0.12), (-0.08, 0.09), 0.1) == "about equal"
     assert verdict((-0.2, 0.2), (-0.15, 0.09), 0.1) == "undecided"
+    assert verdict((-0.12, 0.12), None, 0.1) == "undecided"  # a score with no equivalence margin
 
 
 def test_copies_that_skip_row_zero_match_numpy():
