@@ -19,10 +19,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.stats import bootstrap
 
 from helpers.plots import HATCHES, OKABE_ITO, _numpy
-from helpers.validation import integer, real
+from helpers.validation import check_allocation, integer, real
 
 __all__ = ["offline_texts", "held_out_documents", "band_of", "band_sums", "pooled", "scores", "paired_interval",
            "verdict", "accuracy_bars"]
@@ -132,7 +131,7 @@ def band_sums(states: torch.Tensor, edges: list[int]) -> tuple[torch.Tensor, tor
 
 def pooled(sums: torch.Tensor, counts: torch.Tensor, owners, bands) -> tuple[torch.Tensor, torch.Tensor]:
     """(docs, bands, hidden) sums, (docs, bands) counts -> each document's mean vector (docs, hidden), and for
-    each query the mean of its own document without the query's band (queries, hidden)."""
+    each query the mean of its own document without the query's band (queries, hidden); nan where nothing is left."""
     owners, bands = torch.as_tensor(owners), torch.as_tensor(bands)
     if sums.dim() != 3 or counts.shape != sums.shape[:2] or owners.shape != bands.shape:
         raise ValueError(f"sums (docs, bands, hidden), counts (docs, bands), owners and bands (queries,) expected, "
@@ -141,15 +140,17 @@ def pooled(sums: torch.Tensor, counts: torch.Tensor, owners, bands) -> tuple[tor
     full = sums.sum(1) / counts.sum(1, keepdim=True)  # (docs, hidden)
     rest_sum = sums[owners].sum(1) - sums[owners, bands]  # (queries, hidden)
     rest_count = counts[owners].sum(1) - counts[owners, bands]
-    return full, rest_sum / rest_count.clamp(min=1).unsqueeze(1)
+    rest = rest_sum / rest_count.clamp(min=1).unsqueeze(1)
+    return full, rest.masked_fill((rest_count == 0).unsqueeze(1), float("nan"))
 
 
 def scores(queries: torch.Tensor, full: torch.Tensor, rest: torch.Tensor, owners) -> dict[str, torch.Tensor]:
     """Per query, from cosines: `topic` (1 when its own document's vector is the nearest of all), `rr` (the
     reciprocal rank of its own document), `margin` (cos to its own document minus cos to the same document
-    without the query's band), `z` (the margin over the standard deviation of its cosines to the other
-    documents), `contrast` (1, 0.5 or 0 as the margin is above, at or below 0) and `gap` (how near the nearest
-    other document's cosine comes to its own document's: the tie a rank could flip on)."""
+    without the query's band), `z` (the margin over `spread`, one number per way: the root mean square over
+    queries of the standard deviation of a query's cosines to the other documents), `contrast` (1, 0.5 or 0 as
+    the margin is above, at or below 0) and `gap` (how near the nearest other document's cosine comes to its own
+    document's: the tie a rank could flip on)."""
     owners = torch.as_tensor(owners)
     if queries.dim() != 2 or full.dim() != 2 or rest.shape != queries.shape or owners.shape != (len(queries),):
         raise ValueError(f"queries and rest (q, hidden), full (docs, hidden), owners (q,) expected, got "
@@ -163,15 +164,15 @@ def scores(queries: torch.Tensor, full: torch.Tensor, rest: torch.Tensor, owners
     margin = own - (unit * F.normalize(rest, dim=-1)).sum(-1)
     others = similarity.clone()
     others[mine] = float("nan")
-    spread = torch.from_numpy(np.nanstd(others.numpy(), axis=1, ddof=1))  # (q,)
+    spread = torch.from_numpy(np.nanstd(others.numpy(), axis=1, ddof=1)).pow(2).mean().sqrt()  # one per way
     distance = (others - similarity[mine].unsqueeze(1)).abs().nan_to_num(float("inf"))
     rank = 1 + (others > similarity[mine].unsqueeze(1)).sum(1)
     return {"topic": (rank == 1).double(), "rr": 1 / rank.double(), "margin": margin,
-            "z": margin / spread.to(margin.dtype), "contrast": 0.5 + 0.5 * torch.sign(margin).double(),
+            "z": margin / spread.to(margin.dtype), "spread": spread.expand(len(queries)), "contrast": 0.5 + 0.5 * torch.sign(margin).double(),
             "gap": distance.min(1).values}
 
 
-def paired_interval(first, second, groups, level: float = 0.95, resamples: int = 2000, seed: int = 0
+def paired_interval(first, second, groups, level: float = 0.95, resamples: int = 50_000, seed: int = 0
                     ) -> tuple[float, float, float]:
     """Mean of first - second over paired items, and its percentile interval at `level`, resampling whole groups.
 
@@ -194,10 +195,10 @@ def paired_interval(first, second, groups, level: float = 0.95, resamples: int =
     if np.all(sums == sums[0] * counts / counts[0]):  # every group the same: no spread to resample
         mean = float(sums.sum() / counts.sum())
         return mean, mean, mean
-    result = bootstrap((sums, counts), lambda s, c, axis=-1: s.sum(axis) / c.sum(axis), paired=True,
-                       n_resamples=resamples, confidence_level=level, method="percentile",
-                       rng=np.random.default_rng(seed))
-    low, high = result.confidence_interval
+    check_allocation("the bootstrap draws", (resamples, len(names)))
+    draws = np.random.default_rng(seed).integers(0, len(names), (resamples, len(names)))  # groups, with replacement
+    means = sums[draws].sum(1) / counts[draws].sum(1)  # (resamples,)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(sums.sum() / counts.sum()), float(low), float(high)
 
 

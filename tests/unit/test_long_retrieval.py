@@ -67,6 +67,9 @@ def test_pooled_vectors_are_means_of_the_right_rows():
         torch.testing.assert_close(full[i], d.mean(0), rtol=0, atol=1e-12)
     torch.testing.assert_close(rest[0], docs[2][:5].mean(0), rtol=0, atol=1e-12)  # doc 2 without band 1
     torch.testing.assert_close(rest[1], docs[0][5:].mean(0), rtol=0, atol=1e-12)  # doc 0 without band 0
+    counts[1, 1] = 0  # document 1 holds band 0 only: nothing is left without it
+    sums[1, 1] = 0
+    assert pooled(sums, counts, owners=[1, 1], bands=[0, 1])[1][0].isnan().all()
 
 
 def test_scores_agree_with_scikit_learn_cosine():
@@ -81,11 +84,15 @@ def test_scores_agree_with_scikit_learn_cosine():
     other = np.diag(cosine_similarity(queries.numpy(), rest.numpy()))
     np.testing.assert_allclose(got["margin"].numpy(), own - other, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(got["contrast"].numpy(), (own > other).astype(float))
+    spreads = []
     for i, o in enumerate(owners.tolist()):  # rank, spread and gap by hand, from scikit-learn's cosines
         others = np.delete(similarity[i], o)
         assert got["rr"][i] == 1 / (1 + (others > own[i]).sum())
-        np.testing.assert_allclose(got["z"][i], (own[i] - other[i]) / np.std(others, ddof=1), rtol=1e-10)
+        spreads.append(np.std(others, ddof=1))
         np.testing.assert_allclose(got["gap"][i], np.abs(others - own[i]).min(), rtol=1e-10)
+    spread = np.sqrt(np.mean(np.square(spreads)))  # one per way: the root mean square of the queries' spreads
+    np.testing.assert_allclose(got["z"].numpy(), (own - other) / spread, rtol=1e-10)
+    np.testing.assert_allclose(got["spread"].numpy(), np.full(6, spread), rtol=1e-10)
     same = scores(queries, full, full[owners], owners)  # nothing removed: exactly 0, a tie scored 0.5
     assert torch.equal(same["margin"], torch.zeros(6, dtype=torch.float64))
     assert torch.equal(same["contrast"], torch.full((6,), 0.5, dtype=torch.float64))
