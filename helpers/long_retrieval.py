@@ -220,9 +220,10 @@ def accuracy_bars(accuracy: dict[str, float], intervals: dict[str, tuple[float, 
                   xlim: tuple[float, float] = (0, 1.0)):
     """One horizontal bar per method with its interval; chance a dashed line named in the legend, outside the bars."""
     fig, ax = plt.subplots(figsize=(8.0, 0.32 * len(accuracy) + 1.2))
+    colours = [c for c in OKABE_ITO if c != "#000000"]  # a black bar would hide its black error bar
     for i, (name, value) in enumerate(accuracy.items()):
         low, high = intervals[name]
-        ax.barh(i, value, color=OKABE_ITO[i % len(OKABE_ITO)], hatch=HATCHES[i % len(HATCHES)], edgecolor="white")
+        ax.barh(i, value, color=colours[i % len(colours)], hatch=HATCHES[i % len(HATCHES)], edgecolor="white")
         ax.errorbar(value, i, xerr=[[value - low], [high - value]], color="black", capsize=3)
     ax.axvline(chance, color="black", linestyle="--", linewidth=1, label=f"{chance_label} ({chance:.2f})")
     ax.set_yticks(range(len(accuracy)), list(accuracy), fontsize=8)

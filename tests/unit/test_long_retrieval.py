@@ -163,3 +163,5 @@ def test_accuracy_bars_draw_one_bar_per_method_and_chance_in_the_legend():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["one", "two"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["chance (0.50)"]
     assert len(ax.texts) == 0  # no label drawn on the data
+    many = accuracy_bars({str(i): 0.5 for i in range(9)}, {str(i): (0.4, 0.6) for i in range(9)}, chance=0.5)
+    assert all(p.get_facecolor()[:3] != (0.0, 0.0, 0.0) for p in many.axes[0].patches)  # error bars stay visible
