@@ -379,19 +379,24 @@ def sense_and_shift_cosines(model, tokenizer, word: str, sense_a, sense_b, shift
 __all__ += ["sense_hits"]
 
 
-def sense_hits(model, tokenizer, word: str, sense_a, sense_b) -> tuple[int, int]:
-    """How many of the sentences a nearest-centroid read-out, fitted without each, assigns to their own sense.
+def sense_hits(model, tokenizer, word: str, sense_a, sense_b, shuffles: int = 1000, seed: int = 0
+               ) -> tuple[int, int, float]:
+    """How many sentences a nearest-centroid read-out, fitted without each, assigns to their own sense, and how
+    often shuffled sense labels do as well: (hits, sentences, p).
 
-    `word`'s final states, unit length, with scikit-learn's NearestCentroid under leave-one-out: (hits, sentences).
-    Chance is half. Taught in token embeddings, "Context-free vectors"."""
-    from sklearn.model_selection import LeaveOneOut, cross_val_score
+    `word`'s final states, unit length; scikit-learn's NearestCentroid, leave-one-out, and permutation_test_score
+    with `shuffles` label shuffles (p counts the real labels once, so it is never 0). Chance is half.
+    Taught in token embeddings, "Context-free vectors"."""
+    from sklearn.model_selection import LeaveOneOut, permutation_test_score
     from sklearn.neighbors import NearestCentroid
 
     sense_a = validation.strings("sense_a", sense_a, "sentences")
     sense_b = validation.strings("sense_b", sense_b, "sentences")
     if len(sense_a) < 2 or len(sense_b) < 2:
         raise ValueError(f"need at least two sentences of each sense, got {len(sense_a)} and {len(sense_b)}.")
+    shuffles = validation.integer("shuffles", shuffles, minimum=1)
     states = F.normalize(torch.stack([final_state(model, tokenizer, t, word) for t in sense_a + sense_b]), dim=-1)
     labels = [0] * len(sense_a) + [1] * len(sense_b)
-    hits = cross_val_score(NearestCentroid(), states.numpy(), labels, cv=LeaveOneOut())  # 1 or 0 per sentence
-    return int(hits.sum()), len(labels)
+    score, _, p = permutation_test_score(NearestCentroid(), states.numpy(), labels, cv=LeaveOneOut(),
+                                         n_permutations=shuffles, random_state=seed)
+    return round(score * len(labels)), len(labels), float(p)

@@ -373,7 +373,9 @@ def test_sense_and_shift_cosines_against_the_model_pair_by_pair(packaged):
         sense_and_shift_cosines(model, tokenizer, "bank", river[:1], money)
 
 
-def test_sense_hits_is_a_hand_leave_one_out_nearest_centroid(packaged):
+def test_sense_hits_is_a_hand_leave_one_out_nearest_centroid_with_an_exact_permutation_p(packaged):
+    from itertools import combinations
+
     from helpers.tokens import sense_hits
 
     model, tokenizer = packaged
@@ -389,13 +391,21 @@ def test_sense_hits_is_a_hand_leave_one_out_nearest_centroid(packaged):
         return h / np.linalg.norm(h)
 
     states = np.stack([unit_state(t) for t in river + money])
-    labels = np.array([0] * 3 + [1] * 3)
-    expected = 0
-    for i in range(6):  # centroids without sentence i, the nearer one by Euclidean distance
-        keep = np.arange(6) != i
-        centroids = [states[keep & (labels == k)].mean(0) for k in (0, 1)]
-        expected += int(np.argmin([np.linalg.norm(states[i] - c) for c in centroids]) == labels[i])
-    assert sense_hits(model, tokenizer, "bank", river, money) == (expected, 6)
+
+    def hand_hits(labels):  # centroids without sentence i, the nearer one by Euclidean distance
+        hits = 0
+        for i in range(6):
+            keep = np.arange(6) != i
+            centroids = [states[keep & (labels == k)].mean(0) for k in (0, 1)]
+            hits += int(np.argmin([np.linalg.norm(states[i] - c) for c in centroids]) == labels[i])
+        return hits
+
+    expected = hand_hits(np.array([0] * 3 + [1] * 3))
+    every = [hand_hits(np.isin(np.arange(6), chosen).astype(int)) for chosen in combinations(range(6), 3)]
+    exact_p = np.mean([h >= expected for h in every])  # all 20 ways to label three sentences as one sense
+    hits, n, p = sense_hits(model, tokenizer, "bank", river, money, shuffles=2000)
+    assert (hits, n) == (expected, 6)
+    assert p == pytest.approx(exact_p, abs=0.05)
     with pytest.raises(ValueError, match="two sentences"):
         sense_hits(model, tokenizer, "bank", river[:1], money)
 
