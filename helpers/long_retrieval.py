@@ -168,7 +168,8 @@ def scores(queries: torch.Tensor, full: torch.Tensor, rest: torch.Tensor, owners
     distance = (others - similarity[mine].unsqueeze(1)).abs().nan_to_num(float("inf"))
     rank = 1 + (others > similarity[mine].unsqueeze(1)).sum(1)
     return {"topic": (rank == 1).double(), "rr": 1 / rank.double(), "margin": margin,
-            "z": margin / spread.to(margin.dtype), "spread": spread.expand(len(queries)), "contrast": 0.5 + 0.5 * torch.sign(margin).double(),
+            "z": margin / spread.to(margin.dtype), "spread": spread.expand(len(queries)),
+            "contrast": 0.5 + 0.5 * torch.sign(margin).double(),
             "gap": distance.min(1).values}
 
 
