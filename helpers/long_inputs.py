@@ -16,7 +16,8 @@ from torch import nn
 
 from helpers.validation import check_allocation, ids_tensor, integer
 
-__all__ = ["copied_rows", "interpolated_rows", "with_position_table", "encode_in_windows", "token_distance"]
+__all__ = ["copied_rows", "interpolated_rows", "with_position_table", "encode_in_windows", "encode_masked",
+           "token_distance"]
 
 
 def _table(table) -> torch.Tensor:
@@ -114,6 +115,39 @@ def encode_in_windows(model: nn.Module, ids, cls_id: int, sep_id: int, window: i
             wrapped = torch.cat([torch.tensor([cls_id]), piece, torch.tensor([sep_id])])  # (n + 2,)
             states.append(model(wrapped.unsqueeze(0)).last_hidden_state[0, 1:-1])  # (n, hidden)
     return torch.cat(states)  # (length, hidden)
+
+
+def encode_masked(model: nn.Module, ids, states: torch.Tensor, low: int, high: int, cls_id: int, sep_id: int,
+                  window: int | None = None) -> torch.Tensor:
+    """The last-layer states of every id outside ids[low:high], with those ids hidden from attention.
+
+    The input, its positions and its windows stay as they are; only the attention mask changes: the band's ids
+    get mask 0, so no other token reads them, and their own states are left out. `states` are
+    encode_in_windows(model, ids, cls_id, sep_id, window): the windows that do not overlap the band are reused,
+    windows wholly inside it are dropped, and only the windows that straddle an edge are encoded again.
+    """
+    ids = ids_tensor("ids", ids)[0]
+    step = len(ids) if window is None else integer("window", window, minimum=3, hint=": [CLS], [SEP] and "
+                                                   "at least one token") - 2
+    low, high = integer("low", low, minimum=0), integer("high", high, minimum=0)
+    if not low < high <= len(ids):
+        raise ValueError(f"need 0 <= low < high <= {len(ids)} (the ids' length), got low={low}, high={high}.")
+    if not isinstance(states, torch.Tensor) or states.dim() != 2 or len(states) != len(ids):
+        raise ValueError(f"states must be the ({len(ids)}, hidden) states of encode_in_windows on these ids, got "
+                         f"{type(states).__name__} of shape {tuple(getattr(states, 'shape', ()))}.")
+    kept = []
+    for start in range(0, len(ids), step):
+        end = min(start + step, len(ids))
+        if end <= low or start >= high:  # the band is not in this window
+            kept.append(states[start:end])
+        elif start < low or end > high:  # an edge of the band: hide its part
+            inside = (torch.arange(start, end) >= low) & (torch.arange(start, end) < high)  # (n,)
+            wrapped = torch.cat([torch.tensor([cls_id]), ids[start:end], torch.tensor([sep_id])])  # (n + 2,)
+            mask = torch.cat([torch.tensor([True]), ~inside, torch.tensor([True])]).long()  # (n + 2,)
+            with torch.no_grad():
+                out = model(wrapped.unsqueeze(0), attention_mask=mask.unsqueeze(0)).last_hidden_state[0, 1:-1]
+            kept.append(out[~inside])
+    return torch.cat(kept)  # (length - (high - low), hidden)
 
 
 def token_distance(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:

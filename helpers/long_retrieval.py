@@ -19,10 +19,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.stats import bootstrap
 
 from helpers.plots import HATCHES, OKABE_ITO, _numpy
-from helpers.validation import integer, real
+from helpers.validation import check_allocation, integer, real
 
 __all__ = ["offline_texts", "held_out_documents", "band_of", "band_sums", "pooled", "scores", "paired_interval",
            "verdict", "accuracy_bars"]
@@ -132,7 +131,7 @@ def band_sums(states: torch.Tensor, edges: list[int]) -> tuple[torch.Tensor, tor
 
 def pooled(sums: torch.Tensor, counts: torch.Tensor, owners, bands) -> tuple[torch.Tensor, torch.Tensor]:
     """(docs, bands, hidden) sums, (docs, bands) counts -> each document's mean vector (docs, hidden), and for
-    each query the mean of its own document without the query's band (queries, hidden)."""
+    each query the mean of its own document without the query's band (queries, hidden); nan where nothing is left."""
     owners, bands = torch.as_tensor(owners), torch.as_tensor(bands)
     if sums.dim() != 3 or counts.shape != sums.shape[:2] or owners.shape != bands.shape:
         raise ValueError(f"sums (docs, bands, hidden), counts (docs, bands), owners and bands (queries,) expected, "
@@ -141,24 +140,40 @@ def pooled(sums: torch.Tensor, counts: torch.Tensor, owners, bands) -> tuple[tor
     full = sums.sum(1) / counts.sum(1, keepdim=True)  # (docs, hidden)
     rest_sum = sums[owners].sum(1) - sums[owners, bands]  # (queries, hidden)
     rest_count = counts[owners].sum(1) - counts[owners, bands]
-    return full, rest_sum / rest_count.clamp(min=1).unsqueeze(1)
+    rest = rest_sum / rest_count.clamp(min=1).unsqueeze(1)
+    return full, rest.masked_fill((rest_count == 0).unsqueeze(1), float("nan"))
 
 
-def scores(queries: torch.Tensor, full: torch.Tensor, rest: torch.Tensor, owners, tie: float = 1e-4
-           ) -> dict[str, torch.Tensor]:
-    """Per query: `topic` (its own document's vector is the nearest of all) and `contrast` (1 when its own
-    document is nearer with the query's band than without it, 0 when farther, 0.5 within `tie`)."""
+def scores(queries: torch.Tensor, full: torch.Tensor, rest: torch.Tensor, owners) -> dict[str, torch.Tensor]:
+    """Per query, from cosines: `topic` (1 when its own document's vector is the nearest of all), `rr` (the
+    reciprocal rank of its own document), `margin` (cos to its own document minus cos to the same document
+    without the query's band), `z` (the margin over `spread`, one number per way: the root mean square over
+    queries of the standard deviation of a query's cosines to the other documents), `contrast` (1, 0.5 or 0 as
+    the margin is above, at or below 0) and `gap` (how near the nearest other document's cosine comes to its own
+    document's: the tie a rank could flip on)."""
     owners = torch.as_tensor(owners)
     if queries.dim() != 2 or full.dim() != 2 or rest.shape != queries.shape or owners.shape != (len(queries),):
         raise ValueError(f"queries and rest (q, hidden), full (docs, hidden), owners (q,) expected, got "
                          f"{tuple(queries.shape)}, {tuple(rest.shape)}, {tuple(full.shape)}, {tuple(owners.shape)}.")
-    similarity = F.normalize(queries, dim=-1) @ F.normalize(full, dim=-1).T  # (q, docs) cosines
-    margin = similarity[torch.arange(len(queries)), owners] - F.cosine_similarity(queries, rest, dim=-1)
-    contrast = torch.where(margin.abs() < tie, 0.5, (margin > 0).double())
-    return {"topic": (similarity.argmax(dim=1) == owners).double(), "contrast": contrast}
+    if len(full) < 3:
+        raise ValueError(f"scores need at least 3 documents (a spread over the others), got {len(full)}.")
+    unit = F.normalize(queries, dim=-1)  # (q, hidden)
+    similarity = unit @ F.normalize(full, dim=-1).T  # (q, docs) cosines
+    mine = torch.arange(len(queries)), owners
+    own = (unit * F.normalize(full[owners], dim=-1)).sum(-1)  # computed as `without`: equal rows, equal cosines
+    margin = own - (unit * F.normalize(rest, dim=-1)).sum(-1)
+    others = similarity.clone()
+    others[mine] = float("nan")
+    spread = torch.from_numpy(np.nanstd(others.numpy(), axis=1, ddof=1)).pow(2).mean().sqrt()  # one per way
+    distance = (others - similarity[mine].unsqueeze(1)).abs().nan_to_num(float("inf"))
+    rank = 1 + (others > similarity[mine].unsqueeze(1)).sum(1)
+    return {"topic": (rank == 1).double(), "rr": 1 / rank.double(), "margin": margin,
+            "z": margin / spread.to(margin.dtype), "spread": spread.expand(len(queries)),
+            "contrast": 0.5 + 0.5 * torch.sign(margin).double(),
+            "gap": distance.min(1).values}
 
 
-def paired_interval(first, second, groups, level: float = 0.95, resamples: int = 2000, seed: int = 0
+def paired_interval(first, second, groups, level: float = 0.95, resamples: int = 50_000, seed: int = 0
                     ) -> tuple[float, float, float]:
     """Mean of first - second over paired items, and its percentile interval at `level`, resampling whole groups.
 
@@ -181,35 +196,39 @@ def paired_interval(first, second, groups, level: float = 0.95, resamples: int =
     if np.all(sums == sums[0] * counts / counts[0]):  # every group the same: no spread to resample
         mean = float(sums.sum() / counts.sum())
         return mean, mean, mean
-    result = bootstrap((sums, counts), lambda s, c, axis=-1: s.sum(axis) / c.sum(axis), paired=True,
-                       n_resamples=resamples, confidence_level=level, method="percentile",
-                       rng=np.random.default_rng(seed))
-    low, high = result.confidence_interval
+    check_allocation("the bootstrap draws", (resamples, len(names)))
+    draws = np.random.default_rng(seed).integers(0, len(names), (resamples, len(names)))  # groups, with replacement
+    means = sums[draws].sum(1) / counts[draws].sum(1)  # (resamples,)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(sums.sum() / counts.sum()), float(low), float(high)
 
 
-def verdict(test: tuple[float, float], equivalence: tuple[float, float], margin: float) -> str:
+def verdict(test: tuple[float, float], equivalence: tuple[float, float] | None, margin: float) -> str:
     """The claim rule: 'better' / 'worse' when the `test` interval excludes 0; 'about equal' when the
-    `equivalence` interval lies inside ±margin; else 'undecided'."""
+    `equivalence` interval lies inside ±margin (None: a score with no equivalence margin); else 'undecided'."""
     margin = real("margin", margin, above=0)
     if test[0] > 0:
         return "better"
     if test[1] < 0:
         return "worse"
-    return "about equal" if -margin < equivalence[0] and equivalence[1] < margin else "undecided"
+    if equivalence is not None and -margin < equivalence[0] and equivalence[1] < margin:
+        return "about equal"
+    return "undecided"
 
 
 def accuracy_bars(accuracy: dict[str, float], intervals: dict[str, tuple[float, float]], chance: float,
-                  title: str = "", xlabel: str = "accuracy"):
+                  title: str = "", xlabel: str = "accuracy", chance_label: str = "chance",
+                  xlim: tuple[float, float] = (0, 1.0)):
     """One horizontal bar per method with its interval; chance a dashed line named in the legend, outside the bars."""
     fig, ax = plt.subplots(figsize=(8.0, 0.32 * len(accuracy) + 1.2))
+    colours = [c for c in OKABE_ITO if c != "#000000"]  # a black bar would hide its black error bar
     for i, (name, value) in enumerate(accuracy.items()):
         low, high = intervals[name]
-        ax.barh(i, value, color=OKABE_ITO[i % len(OKABE_ITO)], hatch=HATCHES[i % len(HATCHES)], edgecolor="white")
+        ax.barh(i, value, color=colours[i % len(colours)], hatch=HATCHES[i % len(HATCHES)], edgecolor="white")
         ax.errorbar(value, i, xerr=[[value - low], [high - value]], color="black", capsize=3)
-    ax.axvline(chance, color="black", linestyle="--", linewidth=1, label=f"chance ({chance:.2f})")
+    ax.axvline(chance, color="black", linestyle="--", linewidth=1, label=f"{chance_label} ({chance:.2f})")
     ax.set_yticks(range(len(accuracy)), list(accuracy), fontsize=8)
     ax.invert_yaxis()  # the first method on top
-    ax.set(title=title, xlabel=xlabel, xlim=(0, 1.0))
+    ax.set(title=title, xlabel=xlabel, xlim=xlim)
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig

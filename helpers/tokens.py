@@ -16,7 +16,7 @@ from helpers import validation
 from helpers.tables import ResultTable
 
 __all__ = ["token_table", "greedy_wordpiece", "nearest_tokens", "nearest_table", "single_token_id", "token_matrix",
-           "row_norms", "word_group_pca"]
+           "row_norms", "fresh_row_norms", "word_group_pca"]
 
 
 # Tokenizers say "no limit" with this huge model_max_length (transformers' VERY_LARGE_INTEGER is 1e30).
@@ -272,6 +272,17 @@ def row_norms(model) -> torch.Tensor:
     return torch.linalg.vector_norm(_word_table(model, "row_norms").detach(), dim=1)
 
 
+def fresh_row_norms(count: int, hidden: int, std: float, seed: int = 0) -> torch.Tensor:
+    """The norms of `count` rows drawn as BertModel initialises a table, N(0, std²) per entry: (count,).
+
+    Taught in token embeddings, "Row norms, and the row of `[PAD]`"."""
+    count, hidden = validation.integer("count", count, minimum=1), validation.integer("hidden", hidden, minimum=1)
+    std = validation.real("std", std, above=0)
+    validation.check_allocation("the fresh rows", (count, hidden), 4)
+    rows = torch.randn(count, hidden, generator=torch.Generator().manual_seed(seed)) * std
+    return torch.linalg.vector_norm(rows, dim=1)
+
+
 @dataclass(frozen=True)
 class GroupProjection:
     """Word vectors projected on their first principal components, with the group of each word."""
@@ -363,3 +374,29 @@ def sense_and_shift_cosines(model, tokenizer, word: str, sense_a, sense_b, shift
         baseline.append((h[mask] @ h[mask].T)[torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)])
     return {"same sense": torch.cat(within), "other sense": (a @ b.T).flatten(),
             "moved": (both * states(sense_a + sense_b, shift)).sum(dim=-1), "baseline": torch.cat(baseline)}
+
+
+__all__ += ["sense_hits"]
+
+
+def sense_hits(model, tokenizer, word: str, sense_a, sense_b, shuffles: int = 1000, seed: int = 0
+               ) -> tuple[int, int, float]:
+    """How many sentences a nearest-centroid read-out, fitted without each, assigns to their own sense, and how
+    often shuffled sense labels do as well: (hits, sentences, p).
+
+    `word`'s final states, unit length; scikit-learn's NearestCentroid, leave-one-out, and permutation_test_score
+    with `shuffles` label shuffles (p counts the real labels once, so it is never 0). Chance is half.
+    Taught in token embeddings, "Context-free vectors"."""
+    from sklearn.model_selection import LeaveOneOut, permutation_test_score
+    from sklearn.neighbors import NearestCentroid
+
+    sense_a = validation.strings("sense_a", sense_a, "sentences")
+    sense_b = validation.strings("sense_b", sense_b, "sentences")
+    if len(sense_a) < 2 or len(sense_b) < 2:
+        raise ValueError(f"need at least two sentences of each sense, got {len(sense_a)} and {len(sense_b)}.")
+    shuffles = validation.integer("shuffles", shuffles, minimum=1)
+    states = F.normalize(torch.stack([final_state(model, tokenizer, t, word) for t in sense_a + sense_b]), dim=-1)
+    labels = [0] * len(sense_a) + [1] * len(sense_b)
+    score, _, p = permutation_test_score(NearestCentroid(), states.numpy(), labels, cv=LeaveOneOut(),
+                                         n_permutations=shuffles, random_state=seed)
+    return round(score * len(labels)), len(labels), float(p)

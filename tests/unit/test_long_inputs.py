@@ -10,6 +10,7 @@ from transformers import BertConfig, BertModel
 from helpers.long_inputs import (
     copied_rows,
     encode_in_windows,
+    encode_masked,
     interpolated_rows,
     token_distance,
     with_position_table,
@@ -79,6 +80,45 @@ def test_windows_are_separate_inputs_and_none_is_one_input(tiny_bert):
             piece = torch.cat([torch.tensor([1]), ids[start:start + 8], torch.tensor([2])])[None]
             assert torch.equal(windows[start:start + 8], tiny_bert(piece).last_hidden_state[0, 1:-1])
     assert windows.shape == (17, 16)
+
+
+@pytest.mark.parametrize(("length", "low", "high", "window"), [(23, 0, 3, 10), (23, 5, 11, 10), (23, 8, 16, 10),
+                                                                (23, 16, 23, 10), (23, 3, 23, 10), (8, 2, 5, None),
+                                                                (8, 0, 3, None), (8, 5, 8, None)])
+def test_encode_masked_hides_the_band_and_keeps_the_rest(tiny_bert, length, low, high, window):
+    ids = torch.randint(3, 40, (length,), generator=torch.Generator().manual_seed(4))
+    states = encode_in_windows(tiny_bert, ids, 1, 2, window=window)
+    got = encode_masked(tiny_bert, ids, states, low, high, 1, 2, window=window)
+    assert got.shape == (length - (high - low), 16)
+    other = ids.clone()
+    other[low:high] = torch.randint(3, 40, (high - low,), generator=torch.Generator().manual_seed(6))
+    again = encode_masked(tiny_bert, other, encode_in_windows(tiny_bert, other, 1, 2, window=window), low, high,
+                          1, 2, window=window)
+    torch.testing.assert_close(again, got, rtol=0, atol=1e-6)  # nothing reads the band's ids
+    step = length if window is None else 8
+    outside = torch.cat([torch.arange(length)[:low], torch.arange(length)[high:]])  # positions of got's rows
+    for row, j in enumerate(outside.tolist()):
+        start = j // step * step
+        if start + step <= low or start >= high:  # a window the band does not touch: the unmasked states
+            assert torch.equal(got[row], states[j])
+    if window is None:  # one pass: transformers' own masked forward, from scratch
+        mask = torch.ones(length + 2, dtype=torch.long)
+        mask[1 + low:1 + high] = 0
+        with torch.no_grad():
+            full = tiny_bert(torch.cat([torch.tensor([1]), ids, torch.tensor([2])])[None],
+                             attention_mask=mask[None]).last_hidden_state[0, 1:-1]
+        assert torch.equal(got, full[outside])
+
+
+def test_encode_masked_refuses_a_band_outside_the_ids_and_foreign_states(tiny_bert):
+    ids = torch.randint(3, 40, (12,), generator=torch.Generator().manual_seed(5))
+    states = encode_in_windows(tiny_bert, ids, 1, 2, window=10)
+    with pytest.raises(ValueError, match="low < high"):
+        encode_masked(tiny_bert, ids, states, 5, 5, 1, 2, window=10)
+    with pytest.raises(ValueError, match="low < high"):
+        encode_masked(tiny_bert, ids, states, 5, 13, 1, 2, window=10)
+    with pytest.raises(ValueError, match="states must be"):
+        encode_masked(tiny_bert, ids, states[:4], 5, 8, 1, 2, window=10)
 
 
 def test_token_distance_against_sklearn():

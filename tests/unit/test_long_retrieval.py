@@ -67,22 +67,39 @@ def test_pooled_vectors_are_means_of_the_right_rows():
         torch.testing.assert_close(full[i], d.mean(0), rtol=0, atol=1e-12)
     torch.testing.assert_close(rest[0], docs[2][:5].mean(0), rtol=0, atol=1e-12)  # doc 2 without band 1
     torch.testing.assert_close(rest[1], docs[0][5:].mean(0), rtol=0, atol=1e-12)  # doc 0 without band 0
+    counts[1, 1] = 0  # document 1 holds band 0 only: nothing is left without it
+    sums[1, 1] = 0
+    assert pooled(sums, counts, owners=[1, 1], bands=[0, 1])[1][0].isnan().all()
 
 
 def test_scores_agree_with_scikit_learn_cosine():
     torch.manual_seed(1)
-    queries, full, rest = torch.randn(6, 4), torch.randn(3, 4), torch.randn(6, 4)
+    queries, full, rest = (torch.randn(6, 4, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64),
+                           torch.randn(6, 4, dtype=torch.float64))
     owners = torch.tensor([0, 1, 2, 0, 1, 2])
     got = scores(queries, full, rest, owners)
     similarity = cosine_similarity(queries.numpy(), full.numpy())
     np.testing.assert_array_equal(got["topic"].numpy(), (similarity.argmax(1) == owners.numpy()).astype(float))
     own = similarity[np.arange(6), owners.numpy()]
     other = np.diag(cosine_similarity(queries.numpy(), rest.numpy()))
+    np.testing.assert_allclose(got["margin"].numpy(), own - other, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(got["contrast"].numpy(), (own > other).astype(float))
-    same = scores(queries, full, full[owners], owners)["contrast"]  # nothing removed: a tie, scored 0.5
-    assert torch.equal(same, torch.full((6,), 0.5, dtype=torch.float64))
+    spreads = []
+    for i, o in enumerate(owners.tolist()):  # rank, spread and gap by hand, from scikit-learn's cosines
+        others = np.delete(similarity[i], o)
+        assert got["rr"][i] == 1 / (1 + (others > own[i]).sum())
+        spreads.append(np.std(others, ddof=1))
+        np.testing.assert_allclose(got["gap"][i], np.abs(others - own[i]).min(), rtol=1e-10)
+    spread = np.sqrt(np.mean(np.square(spreads)))  # one per way: the root mean square of the queries' spreads
+    np.testing.assert_allclose(got["z"].numpy(), (own - other) / spread, rtol=1e-10)
+    np.testing.assert_allclose(got["spread"].numpy(), np.full(6, spread), rtol=1e-10)
+    same = scores(queries, full, full[owners], owners)  # nothing removed: exactly 0, a tie scored 0.5
+    assert torch.equal(same["margin"], torch.zeros(6, dtype=torch.float64))
+    assert torch.equal(same["contrast"], torch.full((6,), 0.5, dtype=torch.float64))
     with pytest.raises(ValueError, match="owners"):
         scores(queries, full, rest, owners[:3])
+    with pytest.raises(ValueError, match="at least 3 documents"):
+        scores(queries[:2], full[:2], rest[:2], owners[:2] % 2)
 
 
 def hand_cluster_bootstrap(diff, groups, level, resamples, seed):
@@ -126,6 +143,7 @@ def test_the_claim_rule():
     assert verdict((-0.3, -0.01), (-0.2, -0.05), 0.1) == "worse"
     assert verdict((-0.12, 0.12), (-0.08, 0.09), 0.1) == "about equal"
     assert verdict((-0.2, 0.2), (-0.15, 0.09), 0.1) == "undecided"
+    assert verdict((-0.12, 0.12), None, 0.1) == "undecided"  # a score with no equivalence margin
 
 
 def test_copies_that_skip_row_zero_match_numpy():
@@ -145,3 +163,5 @@ def test_accuracy_bars_draw_one_bar_per_method_and_chance_in_the_legend():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["one", "two"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["chance (0.50)"]
     assert len(ax.texts) == 0  # no label drawn on the data
+    many = accuracy_bars({str(i): 0.5 for i in range(9)}, {str(i): (0.4, 0.6) for i in range(9)}, chance=0.5)
+    assert all(p.get_facecolor()[:3] != (0.0, 0.0, 0.0) for p in many.axes[0].patches)  # error bars stay visible

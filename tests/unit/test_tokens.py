@@ -371,3 +371,58 @@ def test_sense_and_shift_cosines_against_the_model_pair_by_pair(packaged):
     assert len(got["baseline"]) == sum(n * (n - 1) // 2 for n in lengths)
     with pytest.raises(ValueError, match="two sentences"):
         sense_and_shift_cosines(model, tokenizer, "bank", river[:1], money)
+
+
+def test_sense_hits_is_a_hand_leave_one_out_nearest_centroid_with_an_exact_permutation_p(packaged):
+    from itertools import combinations
+
+    from helpers.tokens import sense_hits
+
+    model, tokenizer = packaged
+    river = ["we sat on the bank", "the boat hit the bank", "fish swam by the bank"]
+    money = ["the bank raised rates", "my bank account", "a loan from the bank"]
+    bank = tokenizer.convert_tokens_to_ids("bank")
+
+    def unit_state(text):
+        encoded = tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(**encoded).last_hidden_state[0]
+        h = hidden[encoded["input_ids"][0].tolist().index(bank)].numpy().astype(np.float64)
+        return h / np.linalg.norm(h)
+
+    states = np.stack([unit_state(t) for t in river + money])
+
+    def hand_hits(labels):  # centroids without sentence i, the nearer one by Euclidean distance
+        hits = 0
+        for i in range(6):
+            keep = np.arange(6) != i
+            centroids = [states[keep & (labels == k)].mean(0) for k in (0, 1)]
+            hits += int(np.argmin([np.linalg.norm(states[i] - c) for c in centroids]) == labels[i])
+        return hits
+
+    expected = hand_hits(np.array([0] * 3 + [1] * 3))
+    every = [hand_hits(np.isin(np.arange(6), chosen).astype(int)) for chosen in combinations(range(6), 3)]
+    exact_p = np.mean([h >= expected for h in every])  # all 20 ways to label three sentences as one sense
+    hits, n, p = sense_hits(model, tokenizer, "bank", river, money, shuffles=2000)
+    assert (hits, n) == (expected, 6)
+    assert p == pytest.approx(exact_p, abs=0.05)
+    with pytest.raises(ValueError, match="two sentences"):
+        sense_hits(model, tokenizer, "bank", river[:1], money)
+
+
+def test_fresh_row_norms_match_a_bert_model_initialised_table():
+    from transformers import BertConfig, BertModel
+
+    from helpers.tokens import fresh_row_norms
+
+    config = BertConfig(vocab_size=4000, hidden_size=64, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=8, initializer_range=0.02)
+    torch.manual_seed(0)
+    table = BertModel(config).embeddings.word_embeddings.weight.detach()[1:]  # row 0 is padding_idx's zeros
+    made = torch.linalg.vector_norm(table, dim=1)
+    drawn = fresh_row_norms(len(made), 64, 0.02)
+    assert abs(float(drawn.mean() - made.mean())) < 3 * float(made.std()) / len(made) ** 0.5 + 1e-3
+    assert abs(float(drawn.std() / made.std()) - 1) < 0.1
+    assert torch.equal(drawn, fresh_row_norms(len(made), 64, 0.02))  # seeded
+    with pytest.raises(ValueError, match="std"):
+        fresh_row_norms(3, 4, 0.0)
