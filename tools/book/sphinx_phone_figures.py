@@ -1,0 +1,92 @@
+"""Sphinx extension: a phone gets each figure's phone layout, a desktop never fetches it.
+
+helpers.phone_figures draws, beside each figure's desktop PNG, a phone layout (panels in one column, 330 px wide)
+into the output's metadata, with the smallest text of each in CSS px. Here each cell-output image whose PNG is one
+of those outputs (matched by content) becomes `<picture>`: a `<source>` for screens up to PHONE_MAX_PX wide with the
+phone PNG (written to _images/), then the same `<img>` as before, so the alt text, the zoom link to the full-size
+desktop image and print (the PDF) are unchanged. Both text sizes go on the <picture> as data attributes, which the
+browser test (tests/book/test_figures.py) scales by the width the figure is shown at.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import posixpath
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.osutil import relative_uri
+
+PHONE_MAX_PX = 600  # viewport widths that get the phone layout (a 390 px phone's column is 342 px)
+MEDIA = f"screen and (max-width: {PHONE_MAX_PX}px)"  # print and the PDF keep the desktop image
+
+
+class picture(nodes.General, nodes.Element):
+    """A <picture> around a cell-output image: an optional phone <source>, then the image itself."""
+
+
+def visit_picture(self, node: picture) -> None:
+    attributes = {"class": "phone-figure", "data-text-px": node["text_px"]}
+    if node.get("phone_uri"):
+        attributes |= {"class": "phone-figure with-phone", "data-phone-text-px": node["phone_text_px"],
+                       "data-phone-width": node["phone_width"]}
+    self.body.append(self.starttag(node, "picture", "", **attributes).rstrip("\n"))
+    if node.get("phone_uri"):
+        self.body.append(f'<source media="{MEDIA}" srcset="{node["phone_uri"]} 2x" '
+                         f'width="{node["phone_width"]}" height="{node["phone_height"]}">')
+
+
+def depart_picture(self, node: picture) -> None:
+    self.body.append("</picture>")
+
+
+def figure_records(notebook: Path) -> dict[str, dict]:
+    """sha256 of each desktop PNG output of an executed notebook -> its metadata (sizes, text, phone PNG)."""
+    if not notebook.exists():
+        return {}
+    records = {}
+    for cell in json.loads(notebook.read_text()).get("cells", []):
+        for output in cell.get("outputs", []):
+            png, metadata = output.get("data", {}).get("image/png"), output.get("metadata", {}).get("image/png", {})
+            if png and "smallest_text_px" in metadata:
+                records[hashlib.sha256(base64.b64decode(png)).hexdigest()] = metadata
+    return records
+
+
+def serve_phone_figures(app, doctree: nodes.document, docname: str) -> None:
+    """Wrap each cell-output image that has a record in a `picture` node; write its phone PNG to _images/."""
+    if app.builder.format != "html":
+        return
+    records = figure_records(Path(app.env.mystnb_config.output_folder) / f"{docname}.ipynb")
+    if not records:
+        return
+    images_dir = relative_uri(app.builder.get_target_uri(docname), app.builder.imagedir)
+    for image in list(doctree.findall(nodes.image)):
+        source = image.get("candidates", {}).get("*", image["uri"])
+        if source not in app.env.images:
+            continue
+        record = records.get(hashlib.sha256((Path(app.srcdir) / source).read_bytes()).hexdigest())
+        if record is None:
+            continue
+        wrapper = picture(text_px=record["smallest_text_px"])
+        if "phone" in record:
+            phone = base64.b64decode(record["phone"]["png"])
+            name = f"phone-{hashlib.sha256(phone).hexdigest()[:32]}.png"
+            target = Path(app.builder.outdir) / app.builder.imagedir / name
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(phone)
+            wrapper["phone_uri"] = posixpath.join(images_dir, name)
+            wrapper["phone_text_px"] = record["phone"]["smallest_text_px"]
+            wrapper["phone_width"], wrapper["phone_height"] = record["phone"]["width"], record["phone"]["height"]
+        image.replace_self(wrapper)
+        wrapper.append(image)
+
+
+def setup(app) -> dict:
+    """Register the node and the hook: after sphinx_figures has linked each image to its full size (priority 500)."""
+    app.add_node(picture, html=(visit_picture, depart_picture))
+    app.connect("doctree-resolved", serve_phone_figures, priority=600)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
