@@ -131,9 +131,9 @@ def phone_copy(fig: Figure) -> Figure | None:
 def retina_with_phone(fig: Figure, base_formatter):
     """`base_formatter(fig)` (IPython's retina PNG and its size) plus the phone rendering and the text sizes."""
     data, metadata = base_formatter(fig)
-    metadata = dict(metadata, smallest_text_px=round(smallest_text_px(fig), 2))
     with warnings.catch_warnings():  # a layout warning about the phone copy is no output of the reader's cell
         warnings.simplefilter("ignore", UserWarning)
+        metadata = dict(metadata, smallest_text_px=round(smallest_text_px(fig), 2))
         phone = phone_copy(fig)
         phone_data, phone_size = base_formatter(phone) if phone is not None else (None, None)
     if phone is not None:
