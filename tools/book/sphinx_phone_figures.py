@@ -42,12 +42,10 @@ def depart_picture(self, node: picture) -> None:
     self.body.append("</picture>")
 
 
-def figure_records(notebook: Path) -> dict[str, dict]:
-    """sha256 of each desktop PNG output of an executed notebook -> its metadata (sizes, text, phone PNG)."""
-    if not notebook.exists():
-        return {}
+def figure_records(notebook: dict) -> dict[str, dict]:
+    """sha256 of each desktop PNG output of an executed notebook (its JSON) -> its metadata (sizes, text, phone PNG)."""
     records = {}
-    for cell in json.loads(notebook.read_text()).get("cells", []):
+    for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
             png, metadata = output.get("data", {}).get("image/png"), output.get("metadata", {}).get("image/png", {})
             if png and "smallest_text_px" in metadata:
@@ -55,13 +53,30 @@ def figure_records(notebook: Path) -> dict[str, dict]:
     return records
 
 
+def executed_records(app) -> dict[str, dict]:
+    """The records of every notebook the build rendered, read once per build: myst-nb renders a cached execution
+    from jupyter-cache (the executed copy it writes to jupyter_execute/ is then the stored notebook), and a forced
+    or automatic execution from the copy it writes."""
+    if not hasattr(app, "phone_figure_records"):
+        from jupyter_cache import get_cache
+
+        config = app.env.mystnb_config
+        records = {}
+        for path in sorted(Path(config.output_folder).rglob("*.ipynb")):
+            records |= figure_records(json.loads(path.read_text()))
+        if config.execution_cache_path and Path(config.execution_cache_path).exists():
+            cache = get_cache(config.execution_cache_path)
+            for record in cache.list_cache_records():
+                records |= figure_records(cache.get_cache_bundle(record.pk).nb)
+        app.phone_figure_records = records
+    return app.phone_figure_records
+
+
 def serve_phone_figures(app, doctree: nodes.document, docname: str) -> None:
     """Wrap each cell-output image that has a record in a `picture` node; write its phone PNG to _images/."""
     if app.builder.format != "html":
         return
-    records = figure_records(Path(app.env.mystnb_config.output_folder) / f"{docname}.ipynb")
-    if not records:
-        return
+    records = executed_records(app)
     images_dir = relative_uri(app.builder.get_target_uri(docname), app.builder.imagedir)
     for image in list(doctree.findall(nodes.image)):
         source = image.get("candidates", {}).get("*", image["uri"])
