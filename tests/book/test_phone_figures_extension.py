@@ -9,10 +9,11 @@ import re
 
 import matplotlib.pyplot as plt
 import pytest
+from docutils import nodes
 from IPython.core.interactiveshell import InteractiveShell
 
 from helpers import setup
-from tools.book.sphinx_phone_figures import MEDIA, figure_records, picture, visit_picture
+from tools.book.sphinx_phone_figures import MEDIA, depart_image, figure_records, visit_image
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def test_records_are_keyed_by_the_sha256_of_the_desktop_png(notebook):
 
 
 class Writer:
-    """What visit_picture needs of Sphinx's HTML5 translator."""
+    """What the hooks need of Sphinx's HTML5 translator: its body, starttag and its own image methods."""
 
     def __init__(self):
         self.body = []
@@ -50,17 +51,30 @@ class Writer:
         written = " ".join(f'{key}="{value}"' for key, value in sorted(attributes.items()))
         return f"<{tagname} {written}>{suffix}"
 
+    def visit_image(self, node):
+        self.body.append(f'<img src="{node["uri"]}">')
+
+    def depart_image(self, node):
+        pass
+
+
+def written(**marks) -> str:
+    writer = Writer()
+    image = nodes.image(uri="../_images/desktop.png", **marks)
+    visit_image(writer, image)
+    depart_image(writer, image)
+    return "".join(writer.body)
+
 
 def test_the_picture_offers_the_phone_png_to_narrow_screens_only():
-    writer = Writer()
-    visit_picture(writer, picture(text_px=11.11, phone_uri="../_images/phone-x.png", phone_text_px=13.89,
-                                  phone_width=341, phone_height=266))
-    html = "".join(writer.body)
+    html = written(text_px=11.11, phone_uri="../_images/phone-x.png", phone_text_px=13.89, phone_width=341,
+                   phone_height=266)
+    assert html.startswith("<picture ") and html.endswith('<img src="../_images/desktop.png"></picture>')
     assert 'class="phone-figure with-phone"' in html and 'data-text-px="11.11"' in html
     source = re.search(r"<source [^>]+>", html).group()
     assert f'media="{MEDIA}"' in source and 'srcset="../_images/phone-x.png 2x"' in source
     assert 'width="341"' in source and 'height="266"' in source
     assert MEDIA.startswith("screen and (max-width:")  # print (the PDF) keeps the desktop image
-    writer = Writer()
-    visit_picture(writer, picture(text_px=12.0))
-    assert "<source" not in "".join(writer.body) and 'class="phone-figure"' in "".join(writer.body)
+    html = written(text_px=12.0)
+    assert "<source" not in html and 'class="phone-figure"' in html
+    assert written() == '<img src="../_images/desktop.png">'  # any other image: as Sphinx writes it

@@ -23,23 +23,25 @@ PHONE_MAX_PX = 600  # viewport widths that get the phone layout (a 390 px phone'
 MEDIA = f"screen and (max-width: {PHONE_MAX_PX}px)"  # print and the PDF keep the desktop image
 
 
-class picture(nodes.General, nodes.Element):
-    """A <picture> around a cell-output image: an optional phone <source>, then the image itself."""
+def visit_image(self, node: nodes.image) -> None:
+    """Open a <picture> (with the phone <source> where there is one) around a recorded figure, then write the <img>
+    as Sphinx does; the image stays the only child of its zoom link, as Sphinx requires."""
+    if "text_px" in node:
+        attributes = {"class": "phone-figure", "data-text-px": node["text_px"]}
+        if node.get("phone_uri"):
+            attributes |= {"class": "phone-figure with-phone", "data-phone-text-px": node["phone_text_px"],
+                           "data-phone-width": node["phone_width"]}
+        self.body.append(self.starttag(nodes.Element(), "picture", "", **attributes))
+        if node.get("phone_uri"):
+            self.body.append(f'<source media="{MEDIA}" srcset="{node["phone_uri"]} 2x" '
+                             f'width="{node["phone_width"]}" height="{node["phone_height"]}">')
+    type(self).visit_image(self, node)
 
 
-def visit_picture(self, node: picture) -> None:
-    attributes = {"class": "phone-figure", "data-text-px": node["text_px"]}
-    if node.get("phone_uri"):
-        attributes |= {"class": "phone-figure with-phone", "data-phone-text-px": node["phone_text_px"],
-                       "data-phone-width": node["phone_width"]}
-    self.body.append(self.starttag(node, "picture", "", **attributes).rstrip("\n"))
-    if node.get("phone_uri"):
-        self.body.append(f'<source media="{MEDIA}" srcset="{node["phone_uri"]} 2x" '
-                         f'width="{node["phone_width"]}" height="{node["phone_height"]}">')
-
-
-def depart_picture(self, node: picture) -> None:
-    self.body.append("</picture>")
+def depart_image(self, node: nodes.image) -> None:
+    type(self).depart_image(self, node)
+    if "text_px" in node:
+        self.body.append("</picture>")
 
 
 def figure_records(notebook: dict) -> dict[str, dict]:
@@ -73,7 +75,7 @@ def executed_records(app) -> dict[str, dict]:
 
 
 def serve_phone_figures(app, doctree: nodes.document, docname: str) -> None:
-    """Wrap each cell-output image that has a record in a `picture` node; write its phone PNG to _images/."""
+    """Mark each cell-output image that has a record with its text size and phone PNG (written to _images/)."""
     if app.builder.format != "html":
         return
     records = executed_records(app)
@@ -85,7 +87,7 @@ def serve_phone_figures(app, doctree: nodes.document, docname: str) -> None:
         record = records.get(hashlib.sha256((Path(app.srcdir) / source).read_bytes()).hexdigest())
         if record is None:
             continue
-        wrapper = picture(text_px=record["smallest_text_px"])
+        image["text_px"] = record["smallest_text_px"]
         if "phone" in record:
             phone = base64.b64decode(record["phone"]["png"])
             name = f"phone-{hashlib.sha256(phone).hexdigest()[:32]}.png"
@@ -93,15 +95,13 @@ def serve_phone_figures(app, doctree: nodes.document, docname: str) -> None:
             if not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(phone)
-            wrapper["phone_uri"] = posixpath.join(images_dir, name)
-            wrapper["phone_text_px"] = record["phone"]["smallest_text_px"]
-            wrapper["phone_width"], wrapper["phone_height"] = record["phone"]["width"], record["phone"]["height"]
-        image.replace_self(wrapper)
-        wrapper.append(image)
+            image["phone_uri"] = posixpath.join(images_dir, name)
+            image["phone_text_px"] = record["phone"]["smallest_text_px"]
+            image["phone_width"], image["phone_height"] = record["phone"]["width"], record["phone"]["height"]
 
 
 def setup(app) -> dict:
-    """Register the node and the hook: after sphinx_figures has linked each image to its full size (priority 500)."""
-    app.add_node(picture, html=(visit_picture, depart_picture))
+    """Write images with their <picture>; mark them after sphinx_figures has linked each to its full size (500)."""
+    app.add_node(nodes.image, override=True, html=(visit_image, depart_image))
     app.connect("doctree-resolved", serve_phone_figures, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
