@@ -19,11 +19,16 @@ SMALLEST_PT = 8  # no figure text is set smaller: test_no_figure_text_is_set_bel
 CHAPTERS = [p for p in toc_pages() if is_notebook(p)]
 PHONE_IMAGE = "/_images/phone-"  # tools/book/sphinx_phone_figures.py names each phone PNG so
 # What each cell-output figure shows: its link, the image it shows and its pixels, its displayed and set widths (the
-# desktop PNG's CSS width), the column it sits in, and what the <picture> around it says of both renderings.
+# desktop PNG's CSS width), the width the desktop PNG alone would take there, and what its <picture> says of both.
 MEASURE = """() => [...document.querySelectorAll('.cell_output img')].map(img => {
   const picture = img.closest('picture'), source = picture?.querySelector('source');
-  return {alt: img.alt, src: img.src, shown: img.currentSrc, link: img.closest('a')?.href ?? null,
-    width: img.width, naturalWidth: img.naturalWidth, column: img.closest('.cell_output').clientWidth,
+  const probe = Object.assign(document.createElement('img'), {alt: ''});  // the desktop PNG alone, in this place
+  probe.style.width = img.style.width;
+  (picture || img).after(probe);
+  const desktopWidth = probe.getBoundingClientRect().width;
+  probe.remove();
+  return {desktopWidth, alt: img.alt, src: img.src, shown: img.currentSrc, link: img.closest('a')?.href ?? null,
+    width: img.width, naturalWidth: img.naturalWidth,
     setWidth: parseFloat(img.style.width) || Number(img.getAttribute('width')) || null,
     textPx: picture ? Number(picture.dataset.textPx) : null,
     phoneSrc: source ? new URL(source.srcset.split(' ')[0], location.href).href : null,
@@ -40,8 +45,8 @@ def smallest_text_px(figure: dict) -> float:
 
 
 def desktop_text_px(figure: dict) -> float:
-    """The smallest text the desktop PNG alone would show in this column (the book before phone layouts)."""
-    return figure["textPx"] * min(figure["setWidth"], figure["column"]) / figure["setWidth"]
+    """The smallest text the desktop PNG alone would show in this place (the book before phone layouts)."""
+    return figure["textPx"] * figure["desktopWidth"] / figure["setWidth"]
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +81,13 @@ def test_every_figure_is_sharp_and_links_to_its_full_size_image(measured, reques
         response = requests.get(figure["link"])
         assert response.ok and response.headers["content-type"] == "image/png", figure["link"]
         assert figure["setWidth"], f"{stem}: a figure without 2x output"
-        # retina: the PNG shown has twice the pixels of the CSS width it was drawn for, desktop or phone
-        css_width = figure["phoneWidth"] if figure["shown"] == figure["phoneSrc"] else figure["setWidth"]
-        assert abs(figure["naturalWidth"] - 2 * css_width) <= 2, figure
+        if figure["shown"] != figure["phoneSrc"]:  # the desktop PNG: twice the pixels of its CSS width
+            assert abs(figure["naturalWidth"] - 2 * figure["setWidth"]) <= 2, figure
+            continue
+        # the phone PNG, declared 2x in srcset (naturalWidth is then its CSS width): its IHDR says its pixels
+        png = requests.get(figure["phoneSrc"]).body()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and figure["naturalWidth"] == figure["phoneWidth"], figure
+        assert abs(int.from_bytes(png[16:20], "big") - 2 * figure["phoneWidth"]) <= 2, figure
 
 
 @pytest.mark.parametrize("stem", CHAPTERS)
