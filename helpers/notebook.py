@@ -10,8 +10,7 @@ import random
 import numpy as np
 import torch
 
-from helpers.phone_figures import retina_with_phone
-from helpers.plots import apply_house_style
+from helpers.plots import apply_house_style, retina_with_phone
 
 __all__ = ["setup"]
 

@@ -1,5 +1,5 @@
 """Figures on a phone (390 px, Chromium): every figure's smallest text is at least 9 CSS px, because a phone is served
-each figure's phone layout (helpers/phone_figures.py, tools/book/sphinx_phone_figures.py) and a desktop never fetches
+each figure's phone layout (helpers/plots.py, tools/book/sphinx_phone_figures.py) and a desktop never fetches
 it; each figure stays sharp (2x pixels) and links to its full-size desktop image."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import matplotlib as mpl
 import pytest
 
-from helpers.phone_figures import READABLE_PX
+from helpers.plots import READABLE_PX
 from tests.book.conftest import visit
 from tools.book.toc import ROOT, is_notebook, toc_pages
 

@@ -1,4 +1,4 @@
-"""helpers/phone_figures.py: each figure's phone layout, read back from matplotlib's artists and Pillow's pixels."""
+"""helpers/plots.py: each figure's phone layout, read back from matplotlib's artists and Pillow's pixels."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from helpers import setup
-from helpers.phone_figures import PHONE_WIDTH_PX, READABLE_PX, phone_copy, smallest_text_px
+from helpers.plots import PHONE_WIDTH_PX, READABLE_PX, phone_copy, smallest_text_px
 
 PHONE_COLUMN_PX = 342  # the text column of a 390 px phone in Chromium (tests/book/test_figures.py measures it)
 

@@ -1,6 +1,6 @@
 """Sphinx extension: a phone gets each figure's phone layout, a desktop never fetches it.
 
-helpers.phone_figures draws, beside each figure's desktop PNG, a phone layout (panels in one column, 330 px wide)
+helpers.plots draws, beside each figure's desktop PNG, a phone layout (panels in one column, 330 px wide)
 into the output's metadata, with the smallest text of each in CSS px. Here each cell-output image whose PNG is one
 of those outputs (matched by content) becomes `<picture>`: a `<source>` for screens up to PHONE_MAX_PX wide with the
 phone PNG (written to _images/), then the same `<img>` as before, so the alt text, the zoom link to the full-size
