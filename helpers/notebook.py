@@ -1,14 +1,16 @@
-"""One setup() call per notebook: stable printing, seeds, plot style (2x figures), quiet progress bars."""
+"""One setup() call per notebook: stable printing, seeds, plot style (2x figures, a phone layout of each), quiet
+progress bars."""
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 
 import numpy as np
 import torch
 
-from helpers.plots import apply_house_style
+from helpers.plots import apply_house_style, retina_with_phone
 
 __all__ = ["setup"]
 
@@ -32,3 +34,21 @@ def setup(seed: int = SEED) -> None:
     except ImportError:  # outside IPython there is no inline backend to configure
         return
     set_matplotlib_formats("retina")  # 2x pixels, shown at 1x size: sharp on HiDPI screens
+    add_phone_layouts()
+
+
+def add_phone_layouts() -> None:
+    """Wrap the inline backend's PNG formatter: each figure's output also carries its phone layout (metadata)."""
+    from IPython import get_ipython
+    from matplotlib.figure import Figure
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    formatter = shell.display_formatter.formatters["image/png"]
+    retina = formatter.lookup_by_type(Figure)
+    if getattr(retina, "phone_layouts", False):  # setup() ran before in this kernel
+        return
+    with_phone = functools.partial(retina_with_phone, base_formatter=retina)
+    with_phone.phone_layouts = True
+    formatter.for_type(Figure, with_phone)

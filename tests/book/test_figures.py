@@ -1,54 +1,67 @@
-"""Figures on a phone (390 px, Chromium): each cell's figure is sharp (2x pixels) and links to its full-size image,
-where its smallest text is at least 11 CSS px."""
+"""Figures on a phone (390 px, Chromium): every figure's smallest text is at least 9 CSS px, because a phone is served
+each figure's phone layout (helpers/plots.py, tools/book/sphinx_phone_figures.py) and a desktop never fetches
+it; each figure stays sharp (2x pixels) and links to its full-size desktop image."""
 
 from __future__ import annotations
 
 import re
-import statistics
 from pathlib import Path
 
 import matplotlib as mpl
 import pytest
 
-from helpers.plots import apply_house_style
+from helpers.plots import READABLE_PX
 from tests.book.conftest import visit
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
 PHONE = {"width": 390, "height": 844}
-READABLE_PX = 11.0
 SMALLEST_PT = 8  # no figure text is set smaller: test_no_figure_text_is_set_below_the_smallest_size checks
 CHAPTERS = [p for p in toc_pages() if is_notebook(p)]
-# What each cell-output figure shows at 390 px: its link, the image's pixels and its displayed and natural widths.
-MEASURE = """() => [...document.querySelectorAll('.cell_output img')].map(img => ({
-    alt: img.alt, src: img.src, link: img.closest('a') ? img.closest('a').href : null,
+PHONE_IMAGE = "/_images/phone-"  # tools/book/sphinx_phone_figures.py names each phone PNG so
+# What each cell-output figure shows: its link, the image it shows and its pixels, its displayed and set widths (the
+# desktop PNG's CSS width), the width the desktop PNG alone would take there, and what its <picture> says of both.
+MEASURE = """() => [...document.querySelectorAll('.cell_output img')].map(img => {
+  const picture = img.closest('picture'), source = picture?.querySelector('source');
+  const probe = Object.assign(document.createElement('img'), {alt: ''});  // the desktop PNG alone, in this place
+  probe.style.width = img.style.width;
+  (picture || img).after(probe);
+  const desktopWidth = probe.getBoundingClientRect().width;
+  probe.remove();
+  return {desktopWidth, alt: img.alt, src: img.src, shown: img.currentSrc, link: img.closest('a')?.href ?? null,
     width: img.width, naturalWidth: img.naturalWidth,
-    setWidth: parseFloat(img.style.width) || Number(img.getAttribute('width')) || null}))"""
+    setWidth: parseFloat(img.style.width) || Number(img.getAttribute('width')) || null,
+    textPx: picture ? Number(picture.dataset.textPx) : null,
+    phoneSrc: source ? new URL(source.srcset.split(' ')[0], location.href).href : null,
+    phoneTextPx: source ? Number(picture.dataset.phoneTextPx) : null,
+    phoneWidth: source ? Number(picture.dataset.phoneWidth) : null};
+})"""
 
 
-def house_px(points: float) -> float:
-    """CSS px of a font size in points in a figure drawn at the house style's dpi and shown at its natural size."""
-    apply_house_style()
-    return points * mpl.rcParams["figure.dpi"] / 72
+def smallest_text_px(figure: dict) -> float:
+    """The smallest text of the rendering the page shows, in CSS px: its size at natural size x shown / natural."""
+    if figure["phoneSrc"] and figure["shown"] == figure["phoneSrc"]:
+        return figure["phoneTextPx"] * figure["width"] / figure["phoneWidth"]
+    return figure["textPx"] * figure["width"] / figure["setWidth"]
 
 
-def figures_at(tab, url: str) -> list[dict]:
-    """The cell-output figures of a page as `tab` shows them."""
-    visit(tab, url)
-    return tab.evaluate(MEASURE)
-
-
-def displayed_text_px(figure: dict, points: float) -> float:
-    """The size of text set at `points` as the page shows the figure: natural px x displayed / natural width."""
-    natural = figure["setWidth"] or figure["naturalWidth"]  # retina: myst-nb sets half the pixels as the CSS width
-    return house_px(points) * figure["width"] / natural
+def desktop_text_px(figure: dict) -> float:
+    """The smallest text the desktop PNG alone would show in this place (the book before phone layouts)."""
+    return figure["textPx"] * figure["desktopWidth"] / figure["setWidth"]
 
 
 @pytest.fixture(scope="module")
 def measured(browser, book_url) -> dict[str, list[dict]]:
-    """Each chapter's figures as a 390 px phone shows them (device pixel ratio 3, as on most phones)."""
+    """Each chapter's figures as a 390 px phone shows them (device pixel ratio 3, as on most phones), and every image
+    URL the phone fetched (a cold visit: a fresh context)."""
     context = browser.new_context(viewport=PHONE, device_scale_factor=3)
     tab = context.new_page()
-    found = {stem: figures_at(tab, f"{book_url}/{stem}.html") for stem in CHAPTERS}
+    fetched: list[str] = []
+    tab.on("requestfinished", lambda request: fetched.append(request.url))
+    found = {}
+    for stem in CHAPTERS:
+        visit(tab, f"{book_url}/{stem}.html")
+        found[stem] = tab.evaluate(MEASURE)
+    found["fetched"] = fetched
     context.close()
     return found
 
@@ -62,25 +75,56 @@ def requests(browser):
 
 
 @pytest.mark.parametrize("stem", CHAPTERS)
-def test_every_figure_links_to_its_full_size_image_with_readable_text(measured, requests, stem):
-    figures = measured[stem]
-    for figure in figures:
+def test_every_figure_is_sharp_and_links_to_its_full_size_image(measured, requests, stem):
+    for figure in measured[stem]:
         assert figure["link"] == figure["src"], f"{stem}: {figure['alt'][:60]!r} is not inside a link to its image"
         response = requests.get(figure["link"])
         assert response.ok and response.headers["content-type"] == "image/png", figure["link"]
-        # retina: twice the pixels of the size the page asks for; shown at that size, text is house_px(points)
         assert figure["setWidth"], f"{stem}: a figure without 2x output"
-        assert abs(figure["naturalWidth"] - 2 * figure["setWidth"]) <= 2, figure
-    assert house_px(SMALLEST_PT) >= READABLE_PX
+        if figure["shown"] != figure["phoneSrc"]:  # the desktop PNG: twice the pixels of its CSS width
+            assert abs(figure["naturalWidth"] - 2 * figure["setWidth"]) <= 2, figure
+            continue
+        # the phone PNG, declared 2x in srcset (naturalWidth is then its CSS width): its IHDR says its pixels
+        png = requests.get(figure["phoneSrc"]).body()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and figure["naturalWidth"] == figure["phoneWidth"], figure
+        assert abs(int.from_bytes(png[16:20], "big") - 2 * figure["phoneWidth"]) <= 2, figure
 
 
-def test_report_the_figure_text_size_at_390_px(measured):
-    """The figure's own text on a phone, before any tap: the house font (10 pt) scaled by displayed / natural width."""
-    sizes = [displayed_text_px(f, mpl.rcParams["font.size"]) for figures in measured.values() for f in figures]
-    assert sizes, "no figures found"
-    print(f"\n{len(sizes)} figures at 390 px: house text median {statistics.median(sizes):.1f} px, "
-          f"min {min(sizes):.1f}, max {max(sizes):.1f}; full size {house_px(mpl.rcParams['font.size']):.1f} px")
-    assert all(size <= house_px(mpl.rcParams["font.size"]) + 0.01 for size in sizes)  # never shown above natural size
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_every_figure_text_is_legible_on_a_phone(measured, stem):
+    """The smallest text of every figure, as a 390 px phone shows it, is at least READABLE_PX (9 CSS px)."""
+    figures = measured[stem]
+    assert figures, "a chapter without a figure"
+    unknown = [f["alt"][:60] for f in figures if not f["textPx"]]
+    assert unknown == [], f"{stem}: figures with no recorded text size (not drawn through helpers.notebook.setup)"
+    small = {f["alt"][:60]: round(smallest_text_px(f), 1) for f in figures if smallest_text_px(f) < READABLE_PX}
+    assert small == {}
+
+
+def test_the_measure_fails_the_desktop_figures_a_phone_was_shown_before(measured):
+    """The same measure applied to the desktop PNG in the phone's column (what every page showed before the phone
+    layouts): most figures fall below READABLE_PX, so the check above can fail; the sizes are printed per chapter."""
+    rows = []
+    for stem in CHAPTERS:
+        figures = measured[stem]
+        before, after = min(desktop_text_px(f) for f in figures), min(smallest_text_px(f) for f in figures)
+        rows.append((stem, before, after))
+        print(f"{Path(stem).name:32s} smallest figure text at 390 px: desktop PNG {before:4.1f} px, "
+              f"as served {after:4.1f} px")
+    assert sum(before < READABLE_PX for _, before, _ in rows) >= len(rows) // 2
+    assert all(after >= READABLE_PX for *_, after in rows)
+
+
+def test_a_phone_fetches_the_phone_layouts_and_a_desktop_never_does(measured, visited):
+    """A cold phone visit fetches each phone PNG and not the desktop PNG it replaces; a cold desktop visit (the
+    session's visit at 1280 px, until its network was idle) fetches no phone PNG."""
+    phone_figures = [f for stem in CHAPTERS for f in measured[stem] if f["phoneSrc"]]
+    assert len(phone_figures) >= 25, len(phone_figures)
+    fetched = set(measured["fetched"])
+    assert {f["phoneSrc"] for f in phone_figures} <= fetched
+    assert not {f["src"] for f in phone_figures} & fetched
+    on_desktop = {url for stem in CHAPTERS for url in visited[stem].fetched if PHONE_IMAGE in url}
+    assert on_desktop == set()
 
 
 def test_no_figure_text_is_set_below_the_smallest_size():

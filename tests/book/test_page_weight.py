@@ -1,5 +1,6 @@
-"""What a reader's browser fetches: each page with its images stays under 2 MB on disk, and a cold visit (empty cache)
-fetches at most 1.2 MiB beside its figures, every page alike."""
+"""What a reader's browser fetches: each page with its images stays under 2 MB on disk, on a desktop and on a phone
+(which gets the figures' phone PNGs instead), and a cold visit (empty cache) fetches at most 1.2 MiB beside its
+figures, every page alike."""
 
 from __future__ import annotations
 
@@ -17,15 +18,24 @@ BUDGET = int(1.2 * 1024 * 1024)  # bytes of HTML, CSS, scripts and fonts a cold 
 # script or font of its own (MathJax's components and fonts were 0.78-0.83 MiB of each math page's 1.7-1.9 MiB).
 
 
-def page_weight(html: Path) -> int:
-    """Bytes of an HTML page plus the local images it shows."""
-    images = set(re.findall(r'<img[^>]+src="([^"]+)"', html.read_text()))
+# A figure with a phone layout (tools/book/sphinx_phone_figures.py): the phone PNG, then the desktop PNG it replaces.
+PICTURE = re.compile(r'<picture[^>]*>\s*(?:<source[^>]+srcset="([^" ]+)[^>]*>)?\s*<img[^>]+src="([^"]+)"')
+
+
+def page_weight(html: Path, phone: bool = False) -> int:
+    """Bytes of an HTML page plus the local images it shows on a desktop, or on a phone (its figures' phone PNGs)."""
+    text = html.read_text()
+    images = set(re.findall(r'<img[^>]+src="([^"]+)"', text))
+    if phone:
+        swaps = {desktop: narrow for narrow, desktop in PICTURE.findall(text) if narrow}
+        images = {swaps.get(src, src) for src in images}
     return html.stat().st_size + sum((html.parent / src).stat().st_size for src in images if "://" not in src)
 
 
+@pytest.mark.parametrize("phone", [False, True], ids=["desktop", "phone"])
 @pytest.mark.parametrize("stem", toc_pages())
-def test_page_with_its_images_is_under_two_megabytes(stem):
-    weight = page_weight(require_built_book() / f"{stem}.html")
+def test_page_with_its_images_is_under_two_megabytes(stem, phone):
+    weight = page_weight(require_built_book() / f"{stem}.html", phone)
     assert weight < LIMIT, f"{stem}: {weight / 1e6:.2f} MB"
 
 
