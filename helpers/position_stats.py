@@ -45,7 +45,8 @@ def rates(results: dict, key: str, length: int, part: str, control: str = "plain
     config = dict(results["config"], **results["variants"][key.split("|")[3]])
     positions = _positions(config, length, part)  # checks part and length first
     counts = np.array([scores[str(length)][part] for scores in per_seed], dtype=float)
-    return counts / positions
+    totals = np.array([scores[str(length)].get(f"{part}_n", positions) for scores in per_seed], dtype=float)
+    return counts / totals  # with a prefix, each row has its own number of answered positions before L
 
 
 def _bootstrap(matrix: np.ndarray, resamples: int, seed: int) -> np.ndarray:
@@ -177,6 +178,23 @@ def contrast_list(results: dict) -> list[tuple[str, tuple[str, str], tuple[str, 
         family.append((f"rope - alibi {variant} | causal | copy-back | before L at {L}",
                        (cell_key("rope", "causal", "copy-back"), "plain"),
                        (cell_key("alibi", "causal", "copy-back", variant), "plain"), L, "in"))
+    return family + _second_controls(results, L, n4)
+
+
+def _second_controls(results: dict, L: int, n4: int) -> list:
+    """The controls added in the second session, fixed before they ran: the prefix against position-3's base and
+    the [MASK] query against copy-back's, each before L at L and past L at 4L."""
+    pairs = [(s, m, "position-3", "prefix") for m in ("bidirectional", "causal")
+             for s in ("learned", "sinusoid", "t5", "alibi", "rope", "none") if (s, m) != ("none", "bidirectional")]
+    pairs.append(("learned", "bidirectional", "copy-back", "mask-query"))
+    family = []
+    for scheme, mask, task, variant in pairs:
+        if cell_key(scheme, mask, task, variant) not in results["cells"]:
+            continue
+        for n, part, where in ((L, "in", "before L"), (n4, "past", "past L")):
+            family.append((f"{scheme} {variant} - base | {mask} | {task} | {where} at {n}",
+                           (cell_key(scheme, mask, task, variant), "plain"),
+                           (cell_key(scheme, mask, task), "plain"), n, part))
     return family
 
 

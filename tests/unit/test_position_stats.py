@@ -90,6 +90,8 @@ def test_rates_divide_by_the_scored_positions_and_bad_names_are_clear_errors():
     assert rates(results, "a|b|c|base", 32, "in").tolist() == [[1.0, 0.0]] * 2
     assert rates(results, "a|b|c|base", 32, "past").tolist() == [[1.0, 0.5]] * 2
     assert rates(results, "a|b|c|k-1", 16, "in").tolist() == [[1.0, 0.2]] * 2
+    results["cells"]["a|b|c|base"]["plain"] = [{"16": {"in": [9, 3], "in_n": [9, 12]}}] * 2  # a prefix
+    assert rates(results, "a|b|c|base", 16, "in").tolist() == [[1.0, 0.25]] * 2
     with pytest.raises(KeyError, match="no cell"):
         rates(results, "rope", 32, "in")
     with pytest.raises(KeyError, match="no control"):
