@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from helpers import validation
@@ -29,7 +30,8 @@ IGNORE = -100  # cross_entropy's ignore_index: positions with no answer
 VARIANTS = {"base": {}, "shared-table": {"shared_t5": True}, "t5-init": {"t5_init_std": 32 ** -0.5},
             "steep-slopes": {"alibi_steep": True}, "heads-8": {"heads": 8}, "blocks-3": {"layers": 3},
             "k-1": {"shift": 1}, "steps-800": {"steps": 800}, "directional": {"alibi_right": 4.0},
-            "prefix": {"prefix": 4}, "mask-query": {"mask_rate": 0.15}}
+            "prefix": {"prefix": 4}, "mask-query": {"mask_rate": 0.15},
+            "sparse-labels": {"mask_rate": 0.15, "mask_token": False}}
 EXTRA_SEED = 10 ** 6  # the second generator (prefix lengths, masked places) is seeded seed + this
 
 
@@ -55,6 +57,7 @@ class TrainConfig:
     alibi_right: float = 1.0
     prefix: int = 0  # rows start with 0..prefix padding ids; the answers move with the content
     mask_rate: float = 0.0  # BERT's framing: this share of queries is a [MASK] id and only those are scored
+    mask_token: bool = True  # False: the same sparse answers, the queries left as they are (the density alone)
 
 
 def make_batch(task: str, batch_size: int, length: int, config: TrainConfig, generator: torch.Generator,
@@ -84,6 +87,8 @@ def mask_queries(ids: torch.Tensor, targets: torch.Tensor, task: str, config: Tr
                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's framing: each answered query becomes the [MASK] id (vocab_size) with probability mask_rate; only
     those keep an answer, and only when the symbol they need was not masked too."""
+    if config.prefix:
+        raise ValueError("mask_rate with a prefix is not supported: position-3's symbol moves with the prefix")
     k = config.shift
     chosen = (torch.rand(ids.shape, generator=generator) < config.mask_rate) & (targets != IGNORE)
     lost = torch.zeros_like(chosen)  # the needed symbol is itself masked
@@ -96,11 +101,16 @@ def mask_queries(ids: torch.Tensor, targets: torch.Tensor, task: str, config: Tr
 
 def build(scheme: str, mask: str, config: TrainConfig) -> TinyTransformer:
     """The untrained model for one run (call torch.manual_seed first to fix its start)."""
-    words = config.vocab_size + (1 if config.mask_rate else 0)  # a [MASK] row when queries are masked
-    return TinyTransformer(scheme, words, config.hidden, config.heads, config.layers,
+    model = TinyTransformer(scheme, config.vocab_size, config.hidden, config.heads, config.layers,
                            max_positions=max(config.test_lengths), mask=mask, shared_t5=config.shared_t5,
                            t5_init_std=config.t5_init_std, alibi_steep=config.alibi_steep,
                            alibi_right=config.alibi_right)
+    if config.mask_rate and config.mask_token:  # a [MASK] row (id vocab_size), drawn last: the rest is the base's
+        words = model.embeddings.word_embeddings
+        weight = torch.cat([words.weight.detach(), torch.randn(1, words.embedding_dim)])
+        model.embeddings.word_embeddings = nn.Embedding.from_pretrained(weight, freeze=False,
+                                                                        padding_idx=words.padding_idx)
+    return model
 
 
 def train(scheme: str, mask: str, task: str, seed: int, config: TrainConfig = TrainConfig()) -> TinyTransformer:
@@ -117,7 +127,8 @@ def train(scheme: str, mask: str, task: str, seed: int, config: TrainConfig = Tr
         length = int(torch.randint(config.shift + 2, config.train_length + 1, (1,), generator=generator))
         ids, targets = make_batch(task, config.batch_size, length, config, generator, extra)
         if config.mask_rate:
-            ids, targets = mask_queries(ids, targets, task, config, extra)
+            masked, targets = mask_queries(ids, targets, task, config, extra)
+            ids = masked if config.mask_token else ids
             if not (targets != IGNORE).any():
                 continue
         loss = F.cross_entropy(model(ids).flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
@@ -141,7 +152,7 @@ def evaluate(model: TinyTransformer, task: str, config: TrainConfig = TrainConfi
         generator = torch.Generator().manual_seed(config.test_seed + n)
         extra = torch.Generator().manual_seed(config.test_seed + n + EXTRA_SEED)
         ids, targets = make_batch(task, config.test_rows, n, config, generator, extra)
-        if config.mask_rate:
+        if config.mask_rate and config.mask_token:
             guess = torch.stack([model(ids.index_fill(1, torch.tensor([i]), config.vocab_size))[:, i]
                                  for i in range(n)], dim=1)
         else:

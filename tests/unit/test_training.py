@@ -68,6 +68,23 @@ def test_masked_queries_keep_answers_only_where_the_needed_symbol_is_visible():
                 assert new_targets[row, i] == (targets[row, i] if keep else -100)
 
 
+def test_the_mask_row_is_drawn_last_so_every_other_weight_is_the_base_s_and_a_prefix_with_masks_is_refused():
+    torch.manual_seed(2)
+    base = build("learned", "bidirectional", SMALL)
+    torch.manual_seed(2)
+    masked = build("learned", "bidirectional", dataclasses.replace(SMALL, mask_rate=0.15))
+    torch.manual_seed(2)
+    sparse = build("learned", "bidirectional", dataclasses.replace(SMALL, mask_rate=0.15, mask_token=False))
+    words = masked.embeddings.word_embeddings.weight
+    assert words.shape[0] == SMALL.vocab_size + 1 and torch.equal(words[:-1], base.embeddings.word_embeddings.weight)
+    for (name, a), (_, b) in zip(base.named_parameters(), sparse.named_parameters(), strict=True):
+        assert torch.equal(a, b), name
+    both = dataclasses.replace(SMALL, mask_rate=0.15, prefix=2)
+    ids, targets = make_batch("position-3", 2, 8, both, torch.Generator())
+    with pytest.raises(ValueError, match="prefix"):
+        training.mask_queries(ids, targets, "position-3", both, torch.Generator())
+
+
 def test_masked_evaluation_reads_one_mask_at_a_time_like_a_loop():
     masked = dataclasses.replace(SMALL, mask_rate=0.15)
     torch.manual_seed(0)
