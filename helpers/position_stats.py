@@ -14,7 +14,7 @@ from scipy import stats
 from helpers.relative_positions import t5_buckets
 
 __all__ = ["CONTRAST_HEAD", "cell_key", "rates", "interval", "as_text", "judge_contrasts", "contrast_rows", "state",
-           "untrained_bucket_share", "edge_split"]
+           "untrained_bucket_share", "edge_split", "edge_tests"]
 
 CLAIM_GAP = 0.05  # the smallest gap the chapter calls a difference (three quarters of chance, 1/15)
 RESAMPLES = 2000
@@ -257,12 +257,23 @@ def edge_split(results: dict, key: str) -> np.ndarray:
     return np.stack([(right * bare).sum(1) / bare.sum(1), (right * ~bare).sum(1) / (~bare).sum(1)], axis=1)
 
 
+def edge_tests(results: dict, keys) -> dict[str, tuple[float, float, float, float]]:
+    """For each prefix cell: bare-edge rows' accuracy, marked rows', their paired t gap over seeds, and its Holm p
+    over these cells (a family of its own, fixed before the runs)."""
+    split = {key: edge_split(results, key) for key in keys}
+    tests = {key: seed_test(pair[:, :1], pair[:, 1:]) for key, pair in split.items()}
+    adjusted = holm({key: test[3] for key, test in tests.items()})
+    return {key: (*split[key].mean(axis=0), tests[key][0], adjusted[key]) for key in keys}
+
+
 def as_text(mean_low_high) -> str:
     """A mean and its interval as the chapter's tables print them: '0.52 (0.47-0.58)'."""
     mean, low, high = mean_low_high
     return f"{mean:.2f} ({low:.2f}-{high:.2f})"
 
 
+DISPLAY = {"t5": "T5", "rope": "RoPE", "alibi": "ALiBi", "learned": "Learned", "sinusoid": "Sinusoid",
+           "none": "No positions"}  # scheme names as the chapter's tables print them
 CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "Holm p", "list p", "verdict"]
 
 
@@ -277,6 +288,7 @@ def contrast_rows(judged: dict, words) -> list[list[str]]:
     """Table rows (CONTRAST_HEAD) of the judged contrasts whose name contains every one of `words`."""
     def plain(text: str) -> str:
         text = text.replace("bidirectional", "encoder").replace("causal", "decoder")
+        text = " ".join(DISPLAY.get(word, word) for word in text.split(" "))
         return text.replace(" at 64", " at 4L").replace(" at 16", " at L")
 
     return [[plain(name.split(" | ")[0]), plain(" | ".join(name.split(" | ")[1:])), f"{row['gap']:+.2f}",

@@ -10,6 +10,7 @@ from transformers.models.t5.modeling_t5 import T5Attention
 
 from helpers.position_stats import (
     edge_split,
+    edge_tests,
     holm,
     interval,
     paired_gap,
@@ -111,3 +112,22 @@ def test_rates_divide_by_the_scored_positions_and_bad_names_are_clear_errors():
         interval([1.0, 2.0])
     with pytest.raises(ValueError, match="length must be"):
         untrained_bucket_share(0, 16, True)
+
+
+def test_edge_tests_are_scipy_s_paired_t_on_bare_minus_marked_rows_holm_adjusted():
+    rng = np.random.default_rng(3)
+    cells = {}
+    for name in ("a", "b"):
+        per_seed = [{"16": {"in": rng.integers(0, 10, 4).tolist(), "in_n": [13, 11, 9, 13]}} for _ in range(4)]
+        cells[f"{name}|m|t|prefix"] = {"plain": per_seed}
+    results = {"config": {"train_length": 16, "shift": 3}, "variants": {"prefix": {}}, "cells": cells}
+    got = edge_tests(results, list(cells))
+    raw = {}
+    for key, cell in cells.items():
+        rows = np.array([[c / n for c, n in zip(s["16"]["in"], s["16"]["in_n"], strict=True)] for s in cell["plain"]])
+        bare, marked = rows[:, [0, 3]].mean(1), rows[:, [1, 2]].mean(1)  # rows 0 and 3 have no prefix
+        raw[key] = stats.ttest_1samp(bare - marked, 0.0).pvalue
+        assert got[key][:3] == pytest.approx((bare.mean(), marked.mean(), (bare - marked).mean()))
+    low, high = sorted(raw.values())
+    expected = {k: (min(1, 2 * low) if v == low else max(min(1, 2 * low), high)) for k, v in raw.items()}
+    assert {k: v[3] for k, v in got.items()} == pytest.approx(expected)
