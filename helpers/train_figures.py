@@ -86,12 +86,11 @@ def accuracy_summary(table: dict, chance: float, ceiling: float, tasks=("copy-ba
                                 fillstyle=fill, color=colour, markersize=6, capsize=2, linewidth=1.2)
             ax.set_title(f"{'encoder' if mask == 'bidirectional' else 'decoder'}, {task}", fontsize=9)
             ax.set_yticks(range(len(schemes)), [SCHEME_NAMES[s] for s in schemes], fontsize=8)
-            ax.set_xlim(-0.02, 1.02)
+            ax.set_xlim(-0.03, 1.05)
             ax.set_ylim(len(schemes) - 0.5, -0.5)
-    for ax in axes[-1]:
-        ax.set_xlabel("accuracy (mean over seeds and test rows, 95% interval)")
+    fig.supxlabel("accuracy (mean over seeds and test rows; bars: 95% intervals)", fontsize=9)
     handles = [Line2D([], [], marker=m, fillstyle=f, color=c, linestyle="none") for _, _, m, f, c, _ in parts]
     handles += [Line2D([], [], color="#6b6b6b", linestyle=":"), Line2D([], [], color="black", linestyle="--")]
     labels = [name for _, name, *_ in parts] + ["chance", "ceiling of symmetric ALiBi (encoder)"]
-    fig.legend(handles, labels, loc="outside lower center", ncols=4, frameon=False, fontsize=8)
+    fig.legend(handles, labels, loc="outside upper center", ncols=4, frameon=False, fontsize=8)
     return fig
