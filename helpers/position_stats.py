@@ -14,7 +14,7 @@ from scipy import stats
 from helpers.relative_positions import t5_buckets
 
 __all__ = ["CONTRAST_HEAD", "cell_key", "rates", "interval", "as_text", "judge_contrasts", "contrast_rows", "state",
-           "untrained_bucket_share", "edge_split", "edge_tests", "p_text"]
+           "untrained_bucket_share", "edge_tests", "p_text"]
 
 CLAIM_GAP = 0.05  # the smallest gap the chapter calls a difference (three quarters of chance, 1/15)
 RESAMPLES = 2000
