@@ -14,7 +14,7 @@ from scipy import stats
 from helpers.relative_positions import t5_buckets
 
 __all__ = ["CONTRAST_HEAD", "cell_key", "rates", "interval", "as_text", "judge_contrasts", "contrast_rows", "state",
-           "untrained_bucket_share"]
+           "untrained_bucket_share", "edge_tests", "p_text"]
 
 CLAIM_GAP = 0.05  # the smallest gap the chapter calls a difference (three quarters of chance, 1/15)
 RESAMPLES = 2000
@@ -45,7 +45,9 @@ def rates(results: dict, key: str, length: int, part: str, control: str = "plain
     config = dict(results["config"], **results["variants"][key.split("|")[3]])
     positions = _positions(config, length, part)  # checks part and length first
     counts = np.array([scores[str(length)][part] for scores in per_seed], dtype=float)
-    return counts / positions
+    totals = np.array([scores[str(length)].get(f"{part}_n", [positions] * counts.shape[1])
+                       for scores in per_seed], dtype=float)
+    return counts / totals  # with a prefix, each row has its own number of answered positions before L
 
 
 def _bootstrap(matrix: np.ndarray, resamples: int, seed: int) -> np.ndarray:
@@ -177,12 +179,35 @@ def contrast_list(results: dict) -> list[tuple[str, tuple[str, str], tuple[str, 
         family.append((f"rope - alibi {variant} | causal | copy-back | before L at {L}",
                        (cell_key("rope", "causal", "copy-back"), "plain"),
                        (cell_key("alibi", "causal", "copy-back", variant), "plain"), L, "in"))
+    return family + _second_controls(results, L, n4)
+
+
+def _second_controls(results: dict, L: int, n4: int) -> list:
+    """The controls added in the second session, fixed before they ran: the prefix against position-3's base and
+    the [MASK] query against copy-back's, each before L at L and past L at 4L."""
+    family = []
+    for scheme in ("learned", "rope"):  # the prefix: relative vs the learned table (time cut the rest)
+        for mask in ("bidirectional", "causal"):
+            prefixed, base = cell_key(scheme, mask, "position-3", "prefix"), cell_key(scheme, mask, "position-3")
+            for n, part, where in ((L, "in", "before L"), (n4, "past", "past L")):
+                if prefixed in results["cells"]:
+                    family.append((f"{scheme} prefix - base | {mask} | position-3 | {where} at {n}",
+                                   (prefixed, "plain"), (base, "plain"), n, part))
+    masked, sparse, base = (cell_key("learned", "bidirectional", "copy-back", v)
+                            for v in ("mask-query", "sparse-labels", "base"))
+    for first, second, name in ((masked, sparse, "mask-query - sparse-labels"), (sparse, base, "sparse-labels - base")):
+        for n in (L, n4):  # past L both are at chance by construction (untrained rows)
+            if first in results["cells"] and second in results["cells"]:
+                family.append((f"learned {name} | bidirectional | copy-back | before L at {n}",
+                               (first, "plain"), (second, "plain"), n, "in"))
     return family
 
 
 def family_of(name: str) -> str:
-    """Which of the four lists a contrast belongs to (list-wise Holm, reported beside the primary verdict)."""
+    """Which of the five lists a contrast belongs to (list-wise Holm, reported beside the primary verdict)."""
     head = name.split(" | ")[0]
+    if "prefix" in head or "sparse-labels" in head:
+        return "second controls"
     if head.endswith("- learned"):
         return "schemes"
     if head.endswith("- plain"):
@@ -203,20 +228,42 @@ def judge_contrasts(results: dict) -> dict[str, dict]:
     rows = {}
     for name, (first, c1), (second, c2), n, part in contrast_list(results):
         a, b = rates(results, first, n, part, c1), rates(results, second, n, part, c2)
+        a, b = a[: len(b)], b[: len(a)]  # seeds both cells have (seed i is the same seed in every cell)
         gap, boot_low, boot_high = paired_gap(a, b)
         _, low, high, p = seed_test(a, b)
         in_range = min(rates(results, key, L, "in").mean() for key in (first, second))
         rows[name] = {"gap": gap, "boot": (boot_low, boot_high), "seeds": (low, high), "p": p,
                       "learned": part == "in" or in_range >= LEARNED_IN_RANGE}
+    live = {name: row["p"] for name, row in rows.items() if row["learned"]}  # Holm's m: the gated ones
     by_list = {}
-    for family in {family_of(name) for name in rows}:
-        by_list |= holm({name: row["p"] for name, row in rows.items() if family_of(name) == family})
-    everything = holm({name: row["p"] for name, row in rows.items()})
+    for family in {family_of(name) for name in live}:
+        by_list |= holm({name: p for name, p in live.items() if family_of(name) == family})
+    everything = holm(live)
     for name, row in rows.items():
-        row["p_holm"], row["p_holm_list"] = everything[name], by_list[name]
+        row["p_holm"], row["p_holm_list"] = everything.get(name), by_list.get(name)
         row["verdict"] = (verdict(row["gap"], row["seeds"], row["boot"], everything[name]) if row["learned"]
                           else "not learned in range")
     return rows
+
+
+def edge_split(results: dict, key: str) -> np.ndarray:
+    """Per seed, accuracy before L at L on the prefix cell's rows with no prefix (the bare edge) and with one (the
+    start marked by padding ids): (seeds, 2). A row's prefix is L - shift - its answered positions."""
+    config = dict(results["config"], **results["variants"][key.split("|")[3]])
+    L = config["train_length"]
+    answered = np.array([scores[str(L)]["in_n"] for scores in results["cells"][key]["plain"]])
+    bare = (L - config["shift"] - answered) == 0  # (seeds, rows): the same rows for every seed
+    right = rates(results, key, L, "in")
+    return np.stack([(right * bare).sum(1) / bare.sum(1), (right * ~bare).sum(1) / (~bare).sum(1)], axis=1)
+
+
+def edge_tests(results: dict, keys) -> dict[str, tuple[float, float, float, float]]:
+    """For each prefix cell: bare-edge rows' accuracy, marked rows', their paired t gap over seeds, and its Holm p
+    over these cells (a family of its own, fixed before the runs)."""
+    split = {key: edge_split(results, key) for key in keys}
+    tests = {key: seed_test(pair[:, :1], pair[:, 1:]) for key, pair in split.items()}
+    adjusted = holm({key: test[3] for key, test in tests.items()})
+    return {key: (*split[key].mean(axis=0), tests[key][0], adjusted[key]) for key in keys}
 
 
 def as_text(mean_low_high) -> str:
@@ -225,11 +272,15 @@ def as_text(mean_low_high) -> str:
     return f"{mean:.2f} ({low:.2f}-{high:.2f})"
 
 
+DISPLAY = {"t5": "T5", "rope": "RoPE", "alibi": "ALiBi", "learned": "Learned", "sinusoid": "Sinusoid",
+           "none": "No positions"}  # scheme names as the chapter's tables print them
 CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "Holm p", "list p", "verdict"]
 
 
-def p_text(p: float) -> str:
-    """A p-value to three decimals, '<0.001' below that."""
+def p_text(p: float | None) -> str:
+    """A p-value to three decimals, '<0.001' below that; '-' for none (a comparison the gate left out)."""
+    if p is None:
+        return "-"
     return "<0.001" if p < 0.0005 else f"{p:.3f}"
 
 
@@ -237,6 +288,7 @@ def contrast_rows(judged: dict, words) -> list[list[str]]:
     """Table rows (CONTRAST_HEAD) of the judged contrasts whose name contains every one of `words`."""
     def plain(text: str) -> str:
         text = text.replace("bidirectional", "encoder").replace("causal", "decoder")
+        text = " ".join(DISPLAY.get(word, word) for word in text.split(" "))
         return text.replace(" at 64", " at 4L").replace(" at 16", " at L")
 
     return [[plain(name.split(" | ")[0]), plain(" | ".join(name.split(" | ")[1:])), f"{row['gap']:+.2f}",

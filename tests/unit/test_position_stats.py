@@ -9,6 +9,8 @@ from scipy import stats
 from transformers.models.t5.modeling_t5 import T5Attention
 
 from helpers.position_stats import (
+    edge_split,
+    edge_tests,
     holm,
     interval,
     paired_gap,
@@ -90,6 +92,14 @@ def test_rates_divide_by_the_scored_positions_and_bad_names_are_clear_errors():
     assert rates(results, "a|b|c|base", 32, "in").tolist() == [[1.0, 0.0]] * 2
     assert rates(results, "a|b|c|base", 32, "past").tolist() == [[1.0, 0.5]] * 2
     assert rates(results, "a|b|c|k-1", 16, "in").tolist() == [[1.0, 0.2]] * 2
+    results["cells"]["a|b|c|base"]["plain"] = [{"16": {"in": [9, 3], "in_n": [9, 12]}}] * 2  # a prefix
+    assert rates(results, "a|b|c|base", 16, "in").tolist() == [[1.0, 0.25]] * 2
+    results["cells"]["a|b|c|k-1"]["plain"] = [{"16": {"in": [15, 3, 0]}}] * 2  # 2 seeds, 3 rows
+    assert rates(results, "a|b|c|k-1", 16, "in").tolist() == [[1.0, 0.2, 0.0]] * 2
+    prefixed = {"config": {"train_length": 16, "shift": 3}, "variants": {"prefix": {}},
+                "cells": {"a|b|c|prefix": {"plain": [{"16": {"in": [13, 0, 9], "in_n": [13, 12, 9]}},
+                                                     {"16": {"in": [0, 6, 9], "in_n": [13, 12, 9]}}]}}}
+    assert edge_split(prefixed, "a|b|c|prefix").tolist() == [[1.0, 0.5], [0.0, 0.75]]  # row 0 has no prefix
     with pytest.raises(KeyError, match="no cell"):
         rates(results, "rope", 32, "in")
     with pytest.raises(KeyError, match="no control"):
@@ -102,3 +112,22 @@ def test_rates_divide_by_the_scored_positions_and_bad_names_are_clear_errors():
         interval([1.0, 2.0])
     with pytest.raises(ValueError, match="length must be"):
         untrained_bucket_share(0, 16, True)
+
+
+def test_edge_tests_are_scipy_s_paired_t_on_bare_minus_marked_rows_holm_adjusted():
+    rng = np.random.default_rng(3)
+    cells = {}
+    for name in ("a", "b"):
+        per_seed = [{"16": {"in": rng.integers(0, 10, 4).tolist(), "in_n": [13, 11, 9, 13]}} for _ in range(4)]
+        cells[f"{name}|m|t|prefix"] = {"plain": per_seed}
+    results = {"config": {"train_length": 16, "shift": 3}, "variants": {"prefix": {}}, "cells": cells}
+    got = edge_tests(results, list(cells))
+    raw = {}
+    for key, cell in cells.items():
+        rows = np.array([[c / n for c, n in zip(s["16"]["in"], s["16"]["in_n"], strict=True)] for s in cell["plain"]])
+        bare, marked = rows[:, [0, 3]].mean(1), rows[:, [1, 2]].mean(1)  # rows 0 and 3 have no prefix
+        raw[key] = stats.ttest_1samp(bare - marked, 0.0).pvalue
+        assert got[key][:3] == pytest.approx((bare.mean(), marked.mean(), (bare - marked).mean()))
+    low, high = sorted(raw.values())
+    expected = {k: (min(1, 2 * low) if v == low else max(min(1, 2 * low), high)) for k, v in raw.items()}
+    assert {k: v[3] for k, v in got.items()} == pytest.approx(expected)

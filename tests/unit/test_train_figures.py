@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 
 from helpers.position_schemes import MASKS, SCHEMES  # noqa: E402
 from helpers.position_stats import cell_key, contrast_list, family_of, judge_contrasts  # noqa: E402
-from helpers.train_figures import accuracy_by_position, position_accuracy, row_norms_figure  # noqa: E402
+from helpers.train_figures import accuracy_by_position, accuracy_summary, position_accuracy, row_norms_figure  # noqa: E402
 from helpers.training import TASKS, VARIANTS, TrainConfig, controls_for, sweep_cells  # noqa: E402
 
 CONFIG = {"train_length": 16, "shift": 3, "test_rows": 4}
@@ -48,13 +48,43 @@ def test_position_accuracy_is_the_mean_over_seeds_and_rows_and_the_figure_has_a_
                                                                "training length L"]
 
 
-def test_every_contrast_names_trained_cells_and_falls_in_one_of_four_lists():
+def test_every_contrast_names_trained_cells_and_falls_in_one_of_five_lists():
     results = fake_results()
     family = contrast_list(results)
     names = [entry[0] for entry in family]
     assert len(names) == len(set(names))
     for _, (first, c1), (second, c2), _, _ in family:
         assert c1 in results["cells"][first] and c2 in results["cells"][second]
-    assert {family_of(name) for name in names} == {"schemes", "controls", "masks", "ablations"}
+    assert {family_of(name) for name in names} == {"schemes", "controls", "masks", "ablations", "second controls"}
     judged = judge_contrasts(results)
-    assert all(row["p_holm_list"] <= row["p_holm"] + 1e-12 for row in judged.values())
+    live = [row for row in judged.values() if row["learned"]]
+    assert live and all(row["p_holm_list"] <= row["p_holm"] + 1e-12 for row in live)
+    for row in judged.values():  # Holm counts only the comparisons the gate lets through
+        assert (row["p_holm"] is None) == (row["verdict"] == "not learned in range")
+        if row["p_holm"] is not None:
+            assert row["p_holm"] <= min(1.0, len(live) * row["p"]) + 1e-12
+
+
+def test_the_summary_draws_every_interval_and_the_ceiling_only_on_the_encoder_s_alibi_row():
+    rng = np.random.default_rng(1)
+    table = {}
+    for scheme in SCHEMES:
+        for mask in MASKS:
+            for task in TASKS:
+                for part in ((16, "in"), (64, "past")):
+                    mean = float(rng.uniform(0.2, 0.8))
+                    table[(scheme, mask, task, *part)] = (mean, mean - 0.1, mean + 0.05)
+    fig = accuracy_summary(table, chance=1 / 15, ceiling=0.53)
+    panels = fig.axes
+    assert len(panels) == len(MASKS) * len(TASKS)
+    for ax, (mask, task) in zip(panels, [(m, t) for m in MASKS for t in TASKS], strict=True):
+        dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+        assert len(dashed) == (mask == "bidirectional")
+        if dashed:
+            y = list(SCHEMES).index("alibi")
+            assert list(dashed[0].get_xdata()) == [0.53, 0.53] and min(dashed[0].get_ydata()) > y - 0.5
+        means = sorted(round(c.lines[0].get_xdata()[0], 6) for c in ax.containers)
+        expected = sorted(round(table[(s, mask, task, *p)][0], 6) for s in SCHEMES for p in ((16, "in"), (64, "past")))
+        assert means == expected
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts == ["before L, at L", "past L, at 4L", "chance", "ceiling of symmetric ALiBi (encoder)"]

@@ -3,6 +3,7 @@ against a regeneration."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
 import pytest
@@ -25,6 +26,82 @@ def test_answers_are_the_symbol_k_back_and_the_symbol_at_k():
     ids, targets = make_batch("position-3", 3, 10, SMALL, generator)
     assert torch.equal(targets[:, k:], ids[:, k:k + 1].expand(3, 10 - k))
     assert (targets[:, :k] == -100).all() and ids.min() >= 1 and ids.max() < SMALL.vocab_size
+
+
+def test_a_prefix_moves_the_answers_with_the_content_and_zero_prefix_is_the_base_batch():
+    prefixed = dataclasses.replace(SMALL, prefix=4)
+    base_ids, base_targets = make_batch("position-3", 64, 12, SMALL, torch.Generator().manual_seed(1))
+    ids, targets = make_batch("position-3", 64, 12, prefixed, torch.Generator().manual_seed(1),
+                              torch.Generator().manual_seed(2))
+    k, starts = SMALL.shift, set()
+    for row in range(64):
+        r = int((ids[row] == 0).sum())  # symbols are never 0: the prefix is the zeros
+        starts.add(r)
+        assert (ids[row, :r] == 0).all() and torch.equal(ids[row, r:], base_ids[row, r:])
+        for i in range(12):
+            assert targets[row, i] == (ids[row, r + k] if i >= r + k else -100)
+        copy_ids, copy = make_batch("copy-back", 1, 12, prefixed, torch.Generator().manual_seed(row),
+                                    torch.Generator().manual_seed(row))
+        r = int((copy_ids[0] == 0).sum())
+        assert [int(t) for t in copy[0]] == [int(copy_ids[0, i - k]) if i >= r + k else -100 for i in range(12)]
+    assert starts == set(range(5))  # 0 .. prefix, all drawn
+    same = make_batch("position-3", 64, 12, dataclasses.replace(SMALL, prefix=0), torch.Generator().manual_seed(1),
+                      torch.Generator().manual_seed(2))
+    assert torch.equal(same[0], base_ids) and torch.equal(same[1], base_targets)
+    short_ids, short = make_batch("position-3", 64, SMALL.shift + 2, prefixed, torch.Generator().manual_seed(3))
+    assert ((short != -100).sum(1) >= 1).all()  # a short row keeps an answer
+
+
+def test_masked_queries_keep_answers_only_where_the_needed_symbol_is_visible():
+    masked = dataclasses.replace(SMALL, mask_rate=0.3)
+    for task in ("copy-back", "position-3"):
+        ids, targets = make_batch(task, 16, 12, masked, torch.Generator().manual_seed(4))
+        new_ids, new_targets = training.mask_queries(ids, targets, task, masked, torch.Generator().manual_seed(5))
+        k, mask_id = SMALL.shift, SMALL.vocab_size
+        assert (new_ids == mask_id).any()
+        for row in range(16):
+            for i in range(12):
+                chosen = bool(new_ids[row, i] == mask_id)
+                assert chosen <= bool(targets[row, i] != -100) and (chosen or new_ids[row, i] == ids[row, i])
+                source = i - k if task == "copy-back" else k
+                keep = chosen and i >= k and new_ids[row, source] != mask_id
+                assert new_targets[row, i] == (targets[row, i] if keep else -100)
+
+
+def test_the_mask_row_is_drawn_last_so_every_other_weight_is_the_base_s_and_a_prefix_with_masks_is_refused():
+    torch.manual_seed(2)
+    base = build("learned", "bidirectional", SMALL)
+    torch.manual_seed(2)
+    masked = build("learned", "bidirectional", dataclasses.replace(SMALL, mask_rate=0.15))
+    torch.manual_seed(2)
+    sparse = build("learned", "bidirectional", dataclasses.replace(SMALL, mask_rate=0.15, mask_token=False))
+    words = masked.embeddings.word_embeddings.weight
+    assert words.shape[0] == SMALL.vocab_size + 1 and torch.equal(words[:-1], base.embeddings.word_embeddings.weight)
+    for (name, a), (_, b) in zip(base.named_parameters(), sparse.named_parameters(), strict=True):
+        assert torch.equal(a, b), name
+    both = dataclasses.replace(SMALL, mask_rate=0.15, prefix=2)
+    ids, targets = make_batch("position-3", 2, 8, both, torch.Generator())
+    with pytest.raises(ValueError, match="prefix"):
+        training.mask_queries(ids, targets, "position-3", both, torch.Generator())
+
+
+def test_masked_evaluation_reads_one_mask_at_a_time_like_a_loop():
+    masked = dataclasses.replace(SMALL, mask_rate=0.15)
+    torch.manual_seed(0)
+    model = build("learned", "bidirectional", masked).eval()
+    assert model.embeddings.word_embeddings.num_embeddings == SMALL.vocab_size + 1  # the [MASK] row
+    scores = evaluate(model, "copy-back", masked)
+    L, k, n = SMALL.train_length, SMALL.shift, SMALL.test_lengths[1]
+    generator = torch.Generator().manual_seed(masked.test_seed + n)
+    ids, targets = make_batch("copy-back", SMALL.test_rows, n, masked, generator)
+    for row in range(SMALL.test_rows):
+        right = []
+        for i in range(n):
+            one = ids[row:row + 1].clone()
+            one[0, i] = SMALL.vocab_size
+            with torch.no_grad():
+                right.append(int(model(one)[0, i].argmax() == targets[row, i]))
+        assert scores[str(n)]["in"][row] == sum(right[k:L]) and scores[str(n)]["past"][row] == sum(right[L:])
 
 
 def test_bad_task_or_length_is_a_clear_error():
@@ -83,7 +160,9 @@ def test_evaluate_counts_right_answers_by_part_like_a_loop():
 
 
 @pytest.mark.parametrize("cell", [("rope", "bidirectional", "copy-back", "base"),
-                                  ("t5", "causal", "copy-back", "base")])
+                                  ("t5", "causal", "copy-back", "base"),
+                                  ("rope", "causal", "position-3", "prefix"),
+                                  ("learned", "bidirectional", "copy-back", "mask-query")])
 def test_a_regeneration_agrees_with_the_results_file_within_the_seed_spread(cell):
     stored = load_results()
     assert stored["config"] == training.asdict(TrainConfig()) | {"test_lengths": list(TrainConfig().test_lengths)}
