@@ -59,7 +59,7 @@ def test_plain_nbgrader_in_the_course_directory_also_grades_in_the_sandbox(cours
     from nbgrader.preprocessors import Execute
     from traitlets.config import PyFileConfigLoader
 
-    from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.nbgrader.execute import SandboxedExecute
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     steps = config.Autograde.autograde_preprocessors
@@ -74,7 +74,7 @@ def test_a_new_gradebook_is_stamped_with_the_revision_alembic_names(course, tmp_
 
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from tools.classroom.course import alembic_head
+    from tools.classroom.nbgrader.nbconfig import alembic_head
 
     with _temp_alembic_ini(f"sqlite:///{tmp_path / 'gradebook.db'}") as ini:  # `heads` reads no database
         heads = subprocess.run(["alembic", "-c", ini, "heads"], capture_output=True, text=True, check=True).stdout

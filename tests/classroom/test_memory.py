@@ -8,8 +8,8 @@ import json
 
 import nbformat
 
-from tools.classroom import sandbox
-from tools.classroom.records import make_record
+from tools.classroom.nbgrader.records import make_record
+from tools.classroom.policy import sandbox
 
 CAP_MB = 512  # the sandbox's cap here; RLIMIT_DATA is the same per process, so each hog below passes it alone
 SHM = """
@@ -42,7 +42,7 @@ print("killed:", sum(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for 
 
 
 def _graded(tmp_path) -> tuple[list[str], dict]:
-    from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.nbgrader.execute import SandboxedExecute
 
     cell = nbformat.v4.new_code_cell
     notebook = nbformat.v4.new_notebook(cells=[

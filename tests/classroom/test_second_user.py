@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.classroom import handles, warm
+from tools.classroom.policy import handles, warm
 
 STRANGER = 65534  # nobody: another local user, unprivileged
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a second uid needs a root test run (setpriv)")
@@ -77,7 +77,7 @@ def _notebook() -> nbformat.NotebookNode:
 
 @root_only
 def test_a_strangers_trusted_server_and_zygote_are_refused_and_grade_nothing(bwrap, tmp_path):
-    from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.nbgrader.execute import SandboxedExecute
 
     name = Path(tempfile.mktemp(prefix=warm.TRUSTED_FOLDERS))  # a name the grader might be handed (a Dask task)
     trusted, zygote = name / "trusted.sock", warm._zygote_folder(name) / "zygote.sock"
@@ -137,7 +137,7 @@ def test_a_zygote_folder_swapped_after_its_check_gets_no_kernel_folder_and_no_ch
     """The race of the attack review's item 3: find_zygote passed a folder that, by the time the scratch folder is
     made, is another user's, its kernels/ a link to a folder of root's. Nothing is made or changed there; the
     kernel is a fresh one, and the record says why."""
-    from tools.classroom import execute
+    from tools.classroom.nbgrader import execute
 
     target = Path(tempfile.mkdtemp(prefix="root-only-"))  # what the link points at: root's, 0700, empty
     swapped = Path(tempfile.mkdtemp(prefix=warm.cgroups.ZYGOTE_FOLDERS))

@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.classroom import warm
-from tools.classroom.relay import TrustedTests
+from tools.classroom.policy import warm
+from tools.classroom.policy.relay import TrustedTests
 
 SETUP = "import torch\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(2, 2)\n"
 
@@ -136,7 +136,8 @@ def test_no_server_for_a_setup_that_fails():
 
 @pytest.mark.parametrize("shared", [True, False], ids=["coordinators-server-listening", "none-listening"])
 def test_a_worker_uses_the_coordinators_server_where_it_listens_else_its_own(server, shared, tmp_path, monkeypatch):
-    from tools.classroom import cluster, records, submission
+    from tools.classroom.nbgrader import records
+    from tools.classroom.run import cluster, submission
 
     given, started = [], []
     monkeypatch.setattr(cluster, "_scratch_course", lambda chapter, source: tmp_path)

@@ -19,8 +19,8 @@ import pytest
 from jupyter_client import BlockingKernelClient
 from nbclient import NotebookClient
 
-from tools.classroom import sandbox, warm
-from tools.classroom.policy import POLICY
+from tools.classroom.policy import sandbox, warm
+from tools.classroom.policy.policy import POLICY
 from tools.environment import ROOT
 
 # A grader that is not root starts a fresh sandbox per kernel (test_sandbox.py checks that its records say so).
@@ -236,7 +236,7 @@ def test_a_pids_cgroup_lives_while_its_folder_does_in_the_temporary_folder_or_a_
     ({"cgroups": ["/etc/passwd"]}, "not a sandbox's cgroups"),
 ])
 def test_a_request_for_anything_but_a_kernels_sandbox_is_refused(tmp_path, change, reason):
-    from tools.classroom.zygote import _refused
+    from tools.classroom.policy.zygote import _refused
 
     kernels, cgroups = tmp_path / "kernels", tmp_path / "cgroups"
     (kernels / "grading-x").mkdir(parents=True)
@@ -275,7 +275,7 @@ def test_forked_kernels_start_as_fresh_ones_do_not_as_copies_of_the_zygote(serve
 
 def test_the_fork_guard_counts_the_threads_a_library_started():
     source = ("import threading, torch\ntorch.set_num_threads(2)\ntorch.ones(256, 256) @ torch.ones(256, 256)\n"
-              "from tools.classroom.zygote import threads\nprint(threading.active_count(), threads())")
+              "from tools.classroom.policy.zygote import threads\nprint(threading.active_count(), threads())")
     env = {name: value for name, value in os.environ.items() if not name.endswith("_NUM_THREADS")}
     result = subprocess.run([sys.executable, "-c", source], cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=120)
@@ -287,8 +287,8 @@ def test_the_fork_guard_counts_the_threads_a_library_started():
 def test_a_tripped_fork_guard_gives_a_fresh_kernel_and_says_so(bwrap, tmp_path):
     """A zygote that answers 'unfit' (more than one thread): the kernel is a fresh bwrap one, the report says why."""
     from tests.classroom.test_second_user import _notebook
-    from tools.classroom import frames
-    from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.nbgrader.execute import SandboxedExecute
+    from tools.classroom.protocol import frames
 
     trusted = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS))
     os.chown(trusted, warm.trusted_owner(trusted), -1)
@@ -324,7 +324,7 @@ def test_a_tripped_fork_guard_gives_a_fresh_kernel_and_says_so(bwrap, tmp_path):
 
 
 def test_a_policy_no_enforcer_can_keep_is_refused():
-    from tools.classroom.policy import SandboxPolicy
+    from tools.classroom.policy.policy import SandboxPolicy
 
     with pytest.raises(ValueError, match="network=True"):
         SandboxPolicy(network=True)

@@ -1,6 +1,6 @@
 """A warm trusted server per machine: the course's setup run once in its sandbox, then forked per submission.
 
-The server is `python -m tools.classroom.trusted --server SOCKET` in a bwrap sandbox of its own, started by the
+The server is `python -m tools.classroom.protocol.trusted --server SOCKET` in a bwrap sandbox of its own, started by the
 coordinator for its preflight and shared by the Dask workers on its machine (a worker on another machine starts its
 own), or by plain `nbgrader autograde`. It never runs student code: each fork serves one submission's test cells,
 with the student's values as plain data, exactly as a fresh trusted process would after running the setup, and is
@@ -25,8 +25,9 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom import cgroups, frames, handles, sandbox
-from tools.classroom.trusted import is_test
+from tools.classroom.policy import cgroups, handles, sandbox
+from tools.classroom.protocol import frames
+from tools.classroom.protocol.trusted import is_test
 from tools.environment import ROOT
 
 SETUP_LIMIT = 300  # seconds for the server's one run of the setup
@@ -46,7 +47,7 @@ class TrustedServer:
         self.zygote = KernelZygote(self.scratch, setup)  # it imports while the setup runs here
         command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"],
                                         group_mb=SERVER_MEMORY_FACTOR * memory_mb)  # its forks share its group
-        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted", "--server",
+        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.protocol.trusted", "--server",
                                          str(self.socket)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL)
         try:

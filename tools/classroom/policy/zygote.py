@@ -1,6 +1,6 @@
 """The kernel zygote: a course's imports done once, then a student kernel forked per submission, each sandboxed.
 
-`python -m tools.classroom.zygote serve CONFIG MODULE...` runs as root in a bwrap sandbox (warm.py
+`python -m tools.classroom.policy.zygote serve CONFIG MODULE...` runs as root in a bwrap sandbox (warm.py
 starts it beside the trusted server, where the grader is root). It imports ipykernel and the modules the setup cell
 imports, and never runs student code. For each request it forks a child that gives itself what bwrap gives a
 fresh kernel: its own mount, pid, network, IPC and UTS namespaces; a fresh /tmp, /dev/shm (each sized) and /proc;
@@ -9,7 +9,7 @@ and process limits; a new session; a clean environment; then an unprivileged uid
 and no new privileges. Only then does it start ipykernel. Its first cell finds torch, transformers and the
 helpers imported.
 
-`python -m tools.classroom.zygote connect SOCKET REQUEST` is what the kernel manager starts in place of bwrap: it
+`python -m tools.classroom.policy.zygote connect SOCKET REQUEST` is what the kernel manager starts in place of bwrap: it
 asks for a kernel, exits with the kernel's exit status, and the kernel dies when it is killed.
 """
 
@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from tools.classroom import frames, handles
+from tools.classroom.policy import handles
+from tools.classroom.protocol import frames
 from tools.environment import ROOT
 
 NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWPID, NEWNET = 0x20000, 0x2000000, 0x4000000, 0x8000000, 0x20000000, 0x40000000

@@ -15,9 +15,9 @@ from pathlib import Path
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
-from tools.classroom import cgroups
-from tools.classroom.cgroups import cgroup_parent
-from tools.classroom.policy import POLICY, SandboxPolicy
+from tools.classroom.policy import cgroups
+from tools.classroom.policy.cgroups import cgroup_parent
+from tools.classroom.policy.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
 
 MEMORY_LIMIT_MB, PROCESS_LIMIT, TMPFS_MB = POLICY.memory_mb, POLICY.processes, POLICY.tmpfs_mb
@@ -220,7 +220,7 @@ def zygote_command(folder: Path, modules: list[str]) -> list[str]:
     command += _closing(folder, [*AS_ROOT, "--cap-add", "CAP_SYS_ADMIN"], env)
     config = {"socket": str(folder / "zygote.sock"), "kernels": str(folder / "kernels"),
               "cgroups": bound, "kept": [str(path) for path in _kernel_reads()], "tmpfs": list(POLICY.tmpfs)}
-    return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.zygote", "serve",
+    return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.policy.zygote", "serve",
                       json.dumps(config), *modules]
 
 
@@ -262,7 +262,7 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
         request = {"scratch": str(scratch), "connection_file": str(scratch / "kernel.json"), "uid": uid,
                    "policy": policy, "env": kernel_environment(scratch),
                    "cgroups": [str(group / "cgroup.procs") for group in groups]}
-        command = [sys.executable, "-m", "tools.classroom.zygote", "connect", zygote, json.dumps(request)]
+        command = [sys.executable, "-m", "tools.classroom.policy.zygote", "connect", zygote, json.dumps(request)]
     else:
         prefix = bwrap_command(scratch, memory_mb)
 

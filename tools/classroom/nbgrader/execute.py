@@ -15,13 +15,13 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
-from tools.classroom import handles
-from tools.classroom.cgroups import oom_kills
-from tools.classroom.policy import POLICY
-from tools.classroom.relay import TrustedTests
-from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, memory_cap, process_cap, release
-from tools.classroom.trusted import is_test
-from tools.classroom.warm import find_zygote
+from tools.classroom.policy import handles
+from tools.classroom.policy.cgroups import oom_kills
+from tools.classroom.policy.policy import POLICY
+from tools.classroom.policy.relay import TrustedTests
+from tools.classroom.policy.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, memory_cap, process_cap, release
+from tools.classroom.policy.warm import find_zygote
+from tools.classroom.protocol.trusted import is_test
 
 SLOW_CELLS = ("install", "setup")  # loading torch, transformers and the checkpoint
 NOTEBOOK_LIMIT = POLICY.notebook_s  # seconds for the whole notebook, its test cells included
@@ -103,7 +103,7 @@ class SandboxedExecute(Execute):
             return ""
         from nbgrader.coursedir import CourseDirectory
 
-        from tools.classroom import warm
+        from tools.classroom.policy import warm
 
         course = CourseDirectory(config=self.config)
         source = Path(course.format_path(course.source_directory, ".", ids["assignment"])) / f"{ids['notebook']}.ipynb"

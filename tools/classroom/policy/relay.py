@@ -14,17 +14,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tools.classroom import frames, handles, sandbox, warm
-from tools.classroom.sandbox import MEMORY_LIMIT_MB
+from tools.classroom.policy import handles, sandbox, warm
+from tools.classroom.policy.sandbox import MEMORY_LIMIT_MB
+from tools.classroom.protocol import frames
 from tools.environment import ROOT
 
-KERNEL_SIDE = ("wire.py", "kernel_side.py")
+KERNEL_SIDE = ("wire.py", "kernel_side.py")  # in tools/classroom/protocol
+PROTOCOL = Path(__file__).parents[1] / "protocol"
 REPLY_CAP = 512 * 1024 * 1024  # bytes of one reply from the kernel (JSON and tensors)
 
 
 def kernel_cell(request_path: Path, stem: Path) -> str:
     """The hidden cell that answers one request in the student's kernel (wire.py and kernel_side.py as text)."""
-    source = "\n".join((Path(__file__).parent / name).read_text() for name in KERNEL_SIDE)
+    source = "\n".join((PROTOCOL / name).read_text() for name in KERNEL_SIDE)
     return (f"__grader = {{'__name__': '__grader__'}}\nexec({source!r}, __grader)\n"
             f"__grader['serve'](globals(), {str(request_path)!r}, {str(stem)!r})\ndel __grader\n")
 
@@ -88,7 +90,7 @@ class TrustedTests:
                 pass
             self.close(keep_scratch=True)
         command = sandbox.bwrap_command(self.scratch, self.memory_mb, read_only=[ROOT / "tools"])
-        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted"],
+        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.protocol.trusted"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.fds = (self.process.stdout.fileno(), self.process.stdin.fileno())
         frames.send(self.fds[1], {"op": "setup", "source": setup})
