@@ -5,11 +5,16 @@ with "memory" in the record."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import nbformat
+import pytest
 
 from tools.classroom.nbgrader.records import make_record
-from tools.classroom.policy import sandbox
+from tools.classroom.policy import cgroups, sandbox
 
 CAP_MB = 512  # the sandbox's cap here; RLIMIT_DATA is the same per process, so each hog below passes it alone
 SHM = """
@@ -64,6 +69,41 @@ def test_dev_shm_and_a_gang_of_processes_stop_at_the_sandboxs_memory(bwrap, tmp_
         assert "no memory cgroup" in record.memory_cap and "all of the machine's memory" in record.memory_cap
         assert "killed: 0" in gang, (record, gang)
         return
-    assert record.memory_cap == f"memory cgroup ({CAP_MB} MiB for all its processes, no swap)"
+    assert record.memory_cap == f"memory cgroup ({CAP_MB} MiB for all its processes, no swap, inside the grader's own)"
     assert int(gang.split("killed:")[1]) >= 1, gang  # the cgroup stopped some; RLIMIT_DATA alone stops none
     assert any("memory" in flag for flag in record.flags), record.flags
+
+
+def _groups(pid: int | str) -> dict[str, str]:
+    """A process's cgroup path per hierarchy ('' for cgroup v2's), from /proc/<pid>/cgroup."""
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    return {name: path for _, names, path in (line.split(":", 2) for line in lines) for name in names.split(",")}
+
+
+def test_a_sandboxs_groups_are_made_inside_the_graders_own_cgroup(bwrap):
+    """A sandbox stays under the limits put on the grader (a slice's memory, CPU, pids): its groups are sub-groups
+    of the grader's own, in every hierarchy where they are made; where none can be, the record says why."""
+    scratch = Path(tempfile.mkdtemp(prefix="grading-"))
+    command = sandbox.bwrap_command(scratch, CAP_MB) + [sys.executable, "-c", "print('in', flush=True); input()"]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline() == "in\n"  # it runs, in its groups (bwrap itself is the joined process)
+        own, inside = _groups("self"), _groups(process.pid)
+    finally:
+        process.communicate("")
+        sandbox.release(scratch)
+    made = [name for name in ("memory", "pids") if cgroups.parent(name) is not None]
+    for name in made:
+        key = name if name in own else ""
+        assert inside[key].startswith(f"{own[key].rstrip('/')}/{cgroups.PREFIX}grading-"), (name, own, inside)
+    if "memory" not in made:
+        assert "under the grader's own" in sandbox.memory_cap(scratch, CAP_MB)[1]
+
+
+@pytest.mark.parametrize(("table", "controller", "expected"), [
+    ("4:memory:/process_api/a1\n8:pids:/\n0::/", "memory", "/process_api/a1"),
+    ("4:cpu,cpuacct:/x\n0::/", "cpuacct", "/x"),
+    ("0::/system.slice/grader.scope", "", "/system.slice/grader.scope"),
+])
+def test_the_graders_own_group_is_read_from_its_cgroup_table(table, controller, expected):
+    assert cgroups._own(controller, table) == expected

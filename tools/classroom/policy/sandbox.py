@@ -16,7 +16,6 @@ from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
 from tools.classroom.policy import cgroups
-from tools.classroom.policy.cgroups import cgroup_parent
 from tools.classroom.policy.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
 
@@ -126,10 +125,10 @@ def memory_cap(scratch: Path, memory_mb: int) -> tuple[list[str], str]:
     one can be made; else RLIMIT_DATA per process only, which shared memory does not count."""
     group = cgroups.memory_cgroup(scratch, memory_mb)
     if group is None:
-        return [], ("none: no memory cgroup can be made here, and a single process can take all of the machine's "
+        return [], (f"none: {cgroups.problem('memory')}; a single process can take all of the machine's "
                     f"memory (shared memory is not counted by RLIMIT_DATA {memory_mb} MiB per process); its "
                     "oom_score_adj is 1000, so the kernel's OOM killer takes it before the grader")
-    return _join(group), f"memory cgroup ({memory_mb} MiB for all its processes, no swap)"
+    return _join(group), f"memory cgroup ({memory_mb} MiB for all its processes, no swap, inside the grader's own)"
 
 
 def _join(group: Path) -> list[str]:
@@ -211,8 +210,8 @@ def zygote_command(folder: Path, modules: list[str]) -> list[str]:
     command = _mounts(folder, [ROOT / "tools"])
     if sandbox_uid(folder) is None:
         raise OSError(f"a kernel zygote needs a root grader that can switch uids ({_drop_problem()})")
-    bound = sorted({str(parent) for parent in (cgroup_parent(), cgroups.memory_parent())
-                    if os.access(parent / "cgroup.procs", os.W_OK)})  # pids and memory: one or two hierarchies
+    # the grader's own pids and memory groups (one or two hierarchies), where the sandboxes' groups are made
+    bound = sorted({str(parent) for parent in (cgroups.parent("pids"), cgroups.parent("memory")) if parent})
     for parent in bound:
         command += ["--bind", parent, parent]
     command += _open_parents(command)  # for the kernels' uids
