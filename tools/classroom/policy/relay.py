@@ -17,11 +17,11 @@ from pathlib import Path
 from tools.classroom.policy import handles, sandbox, warm
 from tools.classroom.policy.sandbox import MEMORY_LIMIT_MB
 from tools.classroom.protocol import frames
+from tools.classroom.protocol.frames import REPLY_CAP
 from tools.environment import ROOT
 
 KERNEL_SIDE = ("wire.py", "kernel_side.py")  # in tools/classroom/protocol
 PROTOCOL = Path(__file__).parents[1] / "protocol"
-REPLY_CAP = 512 * 1024 * 1024  # bytes of one reply from the kernel (JSON and tensors)
 
 
 def kernel_cell(request_path: Path, stem: Path) -> str:
@@ -43,17 +43,30 @@ def _write_new(path: Path, data: bytes) -> None:
         file.write(data)
 
 
-def _read_plain(path: Path) -> bytes:
-    """A regular file's bytes, up to the cap, not through a link; removed after reading."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > REPLY_CAP:
-            raise OSError(f"not a regular file under the cap of {REPLY_CAP} bytes")
-        data = file.read(REPLY_CAP + 1)
-    path.unlink()
-    if len(data) > REPLY_CAP:
-        raise OSError(f"over the cap of {REPLY_CAP} bytes")
+def _read_reply(stem: Path) -> list[bytearray]:
+    """The reply's two files (JSON, tensors): regular files, not links, REPLY_CAP bytes together, checked before a
+    byte is read or a buffer made; removed after reading. OSError if they are not, or grew meanwhile."""
+    paths = [stem.with_suffix(suffix) for suffix in (".json", ".safetensors")]
+    fds = []
+    try:
+        for path in paths:
+            fds.append(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
+        sizes = [os.fstat(fd).st_size for fd in fds]
+        if not all(stat.S_ISREG(os.fstat(fd).st_mode) for fd in fds) or sum(sizes) > REPLY_CAP:
+            raise OSError(f"not two regular files of {REPLY_CAP} bytes at most together (sizes {sizes})")
+        data = []
+        for fd, size in zip(fds, sizes, strict=True):
+            buffer, done = bytearray(size), 0
+            while done < size and (got := os.readv(fd, [memoryview(buffer)[done:]])):
+                done += got
+            if done != size or os.read(fd, 1):  # the student's code still writing: not a reply
+                raise OSError("a reply file changed while it was read")
+            data.append(buffer)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    for path in paths:
+        path.unlink()
     return data
 
 
@@ -125,7 +138,11 @@ class TrustedTests:
                 message = frames.receive(inp, deadline)
                 if message.get("op") == "result":
                     return message
-                frames.send(out, self._relay(message, deadline))
+                reply = self._relay(message, deadline)
+                if type(reply) is list:
+                    frames.send_parts(out, reply)
+                else:
+                    frames.send(out, reply)
         except (frames.FrameError, OSError) as error:
             self.close(keep_scratch=True)  # a new process for the next test cell
             if time.monotonic() >= deadline:
@@ -133,7 +150,7 @@ class TrustedTests:
                         "timed_out": True}
             return _failed("GradingError", f"the grader's test process stopped ({error})")
 
-    def _relay(self, message: dict, deadline: float) -> dict:
+    def _relay(self, message: dict, deadline: float) -> dict | list[bytes]:
         """Run one request in the student's kernel; the reply's bytes, unread by this process."""
         self.calls += 1
         request, stem = self.kernel_scratch / "grader-request.pkl", self.kernel_scratch / f"grader-reply-{self.calls}"
@@ -142,11 +159,12 @@ class TrustedTests:
         if problem:
             return {"op": "reply", "error": problem}
         try:
-            data = [base64.b64encode(_read_plain(stem.with_suffix(suffix))).decode()
-                    for suffix in (".json", ".safetensors")]
+            data = _read_reply(stem)
         except OSError as error:
             return {"op": "reply", "error": f"the student's kernel wrote no answer the grader can read ({error})"}
-        return {"op": "reply", "json": data[0], "tensors": data[1]}
+        # base64 has no character JSON escapes: the frame is written in parts, each reply file's base64 once
+        text, tensors = (base64.b64encode(part) for part in data)
+        return [b'{"op": "reply", "json": "', text, b'", "tensors": "', tensors, b'"}']
 
     def close(self, keep_scratch: bool = False) -> None:
         """Stop the process (it holds no state worth keeping); remove its scratch folder unless told to keep it."""
