@@ -290,9 +290,10 @@ def test_a_tripped_fork_guard_gives_a_fresh_kernel_and_says_so(bwrap, tmp_path):
     from tools.classroom.nbgrader.execute import SandboxedExecute
     from tools.classroom.protocol import frames
 
-    trusted = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS))
+    run = Path(tempfile.mkdtemp(prefix=warm.RUN_FOLDERS))
+    trusted = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS, dir=run))
     os.chown(trusted, warm.trusted_owner(trusted), -1)
-    folder = warm._zygote_folder(trusted)
+    folder = run / warm.ZYGOTE
     (folder / "kernels").mkdir(parents=True, mode=0o755)
     folder.chmod(0o700)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -316,8 +317,7 @@ def test_a_tripped_fork_guard_gives_a_fresh_kernel_and_says_so(bwrap, tmp_path):
             notebook, {"metadata": {"path": str(tmp_path)}})
     finally:
         listener.close()
-        shutil.rmtree(trusted)
-        shutil.rmtree(folder)
+        shutil.rmtree(run)
     seen = json.loads(report.read_text())
     assert seen["kernel"] == "fresh" and any("fork guard" in note for note in seen["notes"]), seen
     assert notebook.cells[2].outputs == []  # graded all the same

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 CGROUPS = Path("/sys/fs/cgroup")
-ZYGOTE_FOLDERS = "grading-zygote-"  # the kernel zygotes' folders (warm.py), each with its kernels' folders inside
+RUN_FOLDERS = "grading-run-"  # a warm server's and its kernel zygote's folders, in one (warm.py)
 PREFIX = "bert-book-"
 LEAF = f"{PREFIX}grader"  # cgroup v2: the grader's own processes, so that its group may have sub-groups
 
@@ -78,9 +78,10 @@ def problem(controller: str) -> str:
 
 def _sweep(parent: Path, scratch: Path) -> None:
     """Remove the empty groups under `parent` whose sandbox is gone (its scratch folder deleted)."""
-    temporary = Path(tempfile.gettempdir())  # where scratch folders are: there, and in each kernel zygote's folder
+    temporary = Path(tempfile.gettempdir())  # where scratch folders are: there, in run folders, in zygotes'
     live = set()
-    for folder in (scratch.parent, temporary, *temporary.glob(f"{ZYGOTE_FOLDERS}*/kernels")):
+    for folder in (scratch.parent, temporary, *temporary.glob(f"{RUN_FOLDERS}*"),
+                   *temporary.glob(f"{RUN_FOLDERS}*/zygote/kernels")):
         with contextlib.suppress(OSError):  # a folder removed meanwhile
             live.update(path.name for path in folder.iterdir())
     for stale in parent.glob(f"{PREFIX}*"):

@@ -92,7 +92,7 @@ class TrustedTests:
         self.setup_deadline = time.monotonic() + timeout
         if self.server:
             try:  # the server's folder, socket and process are checked first: not one another user put there
-                self.connection = handles.connect(self.server, warm.trusted_owner(Path(self.server).parent), 10)
+                self.connection = warm.connect_trusted(self.server, 10)
                 self.fds = (self.connection.fileno(), self.connection.fileno())
                 frames.send(self.fds[1], {"op": "fork", "setup": setup})
                 return
@@ -179,8 +179,7 @@ class TrustedTests:
             self.connection.close()
             self.connection, self.setup_result = None, None
             if type(pid) is int:
-                with contextlib.suppress(OSError), handles.connect(
-                        self.server, warm.trusted_owner(Path(self.server).parent), 10) as link:
+                with contextlib.suppress(OSError), warm.connect_trusted(self.server, 10) as link:
                     frames.send(link.fileno(), {"op": "kill", "pid": pid})
         self.fds = (-1, -1)
         if not keep_scratch:
