@@ -15,7 +15,7 @@ from pathlib import Path
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
-from tools.classroom.policy import cgroups
+from tools.classroom.policy import cgroups, handles
 from tools.classroom.policy.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
 
@@ -273,22 +273,32 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
             self.transport = "ipc"  # the kernel has no network, not even loopback: sockets are files in scratch
             self.ip = str(scratch / "kernel")
             self.connection_file = str(scratch / "kernel.json")
-            self._kernel_spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f",
-                                                 "{connection_file}"], display_name="Python 3 (sandboxed)",
-                                           language="python", interrupt_mode="message")
+
+        @property
+        def kernel_spec(self):
+            return KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                              display_name="Python 3 (sandboxed)", language="python", interrupt_mode="message")
 
         def write_connection_file(self, **kwargs):
-            super().write_connection_file(**kwargs)  # 0600: readable by the kernel's own uid only
-            uid = sandbox_uid(scratch)
-            if uid is not None:
-                os.chown(self.connection_file, uid, uid)
+            """jupyter_client writes the file by its path (unlink, then open without O_EXCL or O_NOFOLLOW): here it
+            writes into a folder of the grader's own, and the bytes go into the scratch folder through a descriptor
+            (handles.write_private), 0600 and the kernel's uid's."""
+            private = tempfile.mkdtemp(prefix="grading-connection-")  # 0700, a random name: nobody else's
+            try:
+                self.connection_file = os.path.join(private, "kernel.json")
+                super().write_connection_file(**kwargs)
+                data = Path(self.connection_file).read_bytes()
+            finally:
+                self.connection_file = str(scratch / "kernel.json")
+                shutil.rmtree(private, ignore_errors=True)
+            handles.write_private(scratch, "kernel.json", data, sandbox_uid(scratch))
 
         async def start_kernel(self, **kwargs):
             kwargs.setdefault("stdout", subprocess.DEVNULL)  # ipykernel's banner; the notebook gets the output
             kwargs.setdefault("stderr", subprocess.DEVNULL)
             if zygote:  # the caller runs here, outside any sandbox: it needs the tools package, not the notebook
                 kwargs["cwd"] = str(ROOT)
-            return await super()._async_start_kernel(**kwargs)
+            return await super().start_kernel(**kwargs)  # AsyncKernelManager's: a coroutine
 
         def format_kernel_cmd(self, extra_arguments=None):
             return command if zygote else prefix + super().format_kernel_cmd(extra_arguments)
