@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 from jupyter_core.utils import run_sync
-from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
@@ -172,62 +171,60 @@ class SandboxedExecute(Execute):
                 f"{where}")
 
     def _run(self, nb, resources, km, report, started) -> None:
-        NotebookClient.__init__(self, nb, km)  # as nbconvert's ExecutePreprocessor.preprocess does
-        self.reset_execution_trackers()
-        self._check_assign_resources(resources)
-        stopped, last, self._dead, count = None, "the kernel's start", False, 0
+        self._stopped, self._last, self._dead, self._count = None, "the kernel's start", False, 0
         setup = next((cell.source for cell in nb.cells if _grade_id(cell) == "setup"), "")
         self._tests.start(setup, self.setup_timeout)  # the trusted copy of the setup runs beside the notebook
         # The kernel is killed at the end, not asked to shut down: its sandbox (bwrap --die-with-parent, its own
         # pid namespace) dies with it, and nothing in it is worth a polite exit (1.5-2.5 s each).
         self.shutdown_kernel = "immediate"
-        with self.setup_kernel():
-            self.nb.metadata["language_info"] = self.wait_for_reply(self.kc.kernel_info())["content"][
-                "language_info"]
-            for index, cell in enumerate(self.nb.cells):
-                if cell.cell_type != "code":
-                    continue
-                grade_id, self._index = _grade_id(cell), index
-                left = self.notebook_timeout - (time.monotonic() - started)
-                if stopped is None and left <= 0:
-                    stopped = f"the notebook ran past its limit of {self.notebook_timeout} s"
-                if stopped is not None:
-                    _not_graded(cell, stopped)
-                    report["not_graded"].append(grade_id)
-                    continue
-                tick = time.monotonic()
-                if is_test(cell):
-                    result = self._tests.run(grade_id, cell.source, min(self.cell_timeout, left),
-                                             self.setup_timeout)
-                    _test_outputs(cell, result)
-                    count += 1
-                    cell.execution_count = count
-                    report["seconds"][grade_id] = round(time.monotonic() - tick, 2)
-                    if result.get("timed_out") and grade_id not in report["timeouts"]:
-                        report["timeouts"].append(grade_id)
-                    if self._dead:  # this cell's checks did not finish: it is not graded, like those after it
-                        stopped = self._death(f"while {grade_id} called the student's code")
-                        _not_graded(cell, stopped)
-                        report["not_graded"].append(grade_id)
-                    continue
-                limit = self.setup_timeout if grade_id in SLOW_CELLS else self.cell_timeout
-                self.timeout = int(max(1, min(limit, left)))
-                try:
-                    self.preprocess_cell(cell, resources, index)
-                    run_sync(self._async_check_alive)()
-                except DeadKernelError:
-                    stopped = self._death(f"in cell {grade_id or index} or just before it, in {last}")
-                    if not any(out.get("output_type") == "error" for out in cell.outputs):
-                        _not_graded(cell, stopped)
-                    report["not_graded"].append(grade_id)
-                    continue
-                count = max(count, cell.get("execution_count") or 0)
-                report["seconds"][grade_id or str(index)] = round(time.monotonic() - tick, 2)
-                last = grade_id or str(index)
-                if any(out.get("ename") == "CellTimeoutError" for out in cell.outputs):
-                    report["timeouts"].append(grade_id)
-                    if self._run_in_kernel("pass", 15):  # interrupted, or deaf to interrupts?
-                        stopped = f"the kernel did not answer after cell {grade_id} ran past its time limit"
-        report["stopped"] = stopped
-        self.set_widgets_metadata()
+        super().preprocess(nb, resources, km)  # nbconvert's: the client reset, the kernel, each cell through here
+        report["stopped"] = self._stopped
 
+    def preprocess_cell(self, cell, resources, index):
+        """One cell: a test cell in the trusted process, any other in the kernel, under the time left; none after
+        the notebook stopped (out of time, or its kernel died)."""
+        report, started = self._report, self._started
+        if cell.cell_type != "code":
+            return cell, resources
+        grade_id, self._index = _grade_id(cell), index
+        left = self.notebook_timeout - (time.monotonic() - started)
+        if self._stopped is None and left <= 0:
+            self._stopped = f"the notebook ran past its limit of {self.notebook_timeout} s"
+        if self._stopped is not None:
+            _not_graded(cell, self._stopped)
+            report["not_graded"].append(grade_id)
+            return cell, resources
+        tick = time.monotonic()
+        if is_test(cell):
+            result = self._tests.run(grade_id, cell.source, min(self.cell_timeout, left), self.setup_timeout)
+            _test_outputs(cell, result)
+            self._count += 1
+            cell.execution_count = self._count
+            report["seconds"][grade_id] = round(time.monotonic() - tick, 2)
+            if result.get("timed_out") and grade_id not in report["timeouts"]:
+                report["timeouts"].append(grade_id)
+            if self._dead:  # this cell's checks did not finish: it is not graded, like those after it
+                self._stopped = self._death(f"while {grade_id} called the student's code")
+                _not_graded(cell, self._stopped)
+                report["not_graded"].append(grade_id)
+            return cell, resources
+        limit = self.setup_timeout if grade_id in SLOW_CELLS else self.cell_timeout
+        self.timeout = int(max(1, min(limit, left)))
+        try:
+            super().preprocess_cell(cell, resources, index)
+            if not run_sync(self.kc.is_alive)():  # a kernel that died after its reply: what nbclient checks too
+                raise DeadKernelError("Kernel died")
+        except DeadKernelError:
+            self._stopped = self._death(f"in cell {grade_id or index} or just before it, in {self._last}")
+            if not any(out.get("output_type") == "error" for out in cell.outputs):
+                _not_graded(cell, self._stopped)
+            report["not_graded"].append(grade_id)
+            return cell, resources
+        self._count = max(self._count, cell.get("execution_count") or 0)
+        report["seconds"][grade_id or str(index)] = round(time.monotonic() - tick, 2)
+        self._last = grade_id or str(index)
+        if any(out.get("ename") == "CellTimeoutError" for out in cell.outputs):
+            report["timeouts"].append(grade_id)
+            if self._run_in_kernel("pass", 15):  # interrupted, or deaf to interrupts?
+                self._stopped = f"the kernel did not answer after cell {grade_id} ran past its time limit"
+        return cell, resources
