@@ -119,6 +119,15 @@ def test_a_folder_others_may_write_into_or_a_link_is_refused(tmp_path):
         handles.check_folder(tmp_path / "link", os.geteuid())
     with pytest.raises(handles.Refused, match="belongs to uid"):
         handles.check_folder(tmp_path, os.geteuid() + 1)
+    handles.check_ancestors(folder)  # the control: above it, /tmp (sticky) and root's or the grader's folders
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs").chmod(0o777)  # others may write, not sticky: a name in it may be swapped
+    with pytest.raises(handles.Refused, match="others may swap"):
+        handles.check_ancestors(tmp_path / "theirs" / "run")
+    if os.geteuid() == 0:
+        os.chown(tmp_path / "theirs", STRANGER, STRANGER)
+        with pytest.raises(handles.Refused, match=f"belongs to uid {STRANGER}"):
+            handles.check_ancestors(tmp_path / "theirs" / "run")
     folder.chmod(0o711)  # a run folder must be private: nobody else may even enter it
     handles.check_folder(folder, os.geteuid())
     with pytest.raises(handles.Refused, match="others may enter"):

@@ -33,6 +33,18 @@ def check_folder(path: Path | str, owner: int, private: bool = False) -> None:
                       f"{'enter' if private else 'write into'} it")
 
 
+def check_ancestors(path: Path | str) -> None:
+    """Raise Refused unless every folder above `path` is root's or the grader's and, where others may write into it,
+    sticky (as /tmp is), and no link on the way is another user's: nobody else can swap a name on the way."""
+    for above in Path(path).parents:
+        info = os.lstat(above)
+        if info.st_uid not in {0, os.geteuid()}:
+            raise Refused(f"{above}, on the way to {path}, belongs to uid {info.st_uid}")
+        if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o002 and not info.st_mode & stat.S_ISVTX:
+            raise Refused(f"{above}, on the way to {path}, has mode {stat.S_IMODE(info.st_mode):o}: others may "
+                          "swap what lies in it")
+
+
 def check_socket(path: Path | str, owner: int) -> None:
     """Raise Refused unless `path` lies in a folder checked as above and is a socket owned by `owner`."""
     check_folder(Path(path).parent, owner)

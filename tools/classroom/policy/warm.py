@@ -133,6 +133,7 @@ def run_folder(trusted_socket: str | Path) -> Path:
     run = Path(trusted_socket).parent.parent
     if not run.name.startswith(RUN_FOLDERS):
         raise handles.Refused(f"{trusted_socket} is not in a grader's run folder ({RUN_FOLDERS}...)")
+    handles.check_ancestors(run)
     handles.check_folder(run, os.geteuid(), private=True)
     return run
 
