@@ -5,6 +5,7 @@ with "memory" in the record."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -107,3 +108,34 @@ def test_a_sandboxs_groups_are_made_inside_the_graders_own_cgroup(bwrap):
 ])
 def test_the_graders_own_group_is_read_from_its_cgroup_table(table, controller, expected):
     assert cgroups._own(controller, table) == expected
+
+
+def _fake_v2(tmp_path, procs: str, subtree: str = "") -> Path:
+    """A cgroup v2 group made of plain files: its controllers, its sub-groups' controllers, its processes."""
+    base = tmp_path / f"group-{len(list(tmp_path.iterdir()))}"
+    base.mkdir()
+    (base / "cgroup.controllers").write_text("cpu memory pids\n")
+    (base / "cgroup.subtree_control").write_text(subtree)
+    (base / "cgroup.procs").write_text(procs)
+    return base
+
+
+def test_cgroup_v2_a_group_not_delegated_or_not_the_graders_alone_is_left_as_it_is(tmp_path):
+    """Attack review 46b-3: no process but the grader's own is ever moved, and a group without systemd's delegation
+    mark (or this non-root uid as owner) is not reshaped, even by root."""
+    plain = _fake_v2(tmp_path, f"1\n777\n{os.getpid()}\n")
+    assert not cgroups.delegated(plain) or os.geteuid() != 0
+    if os.geteuid() == 0:
+        assert cgroups._v2_base(plain) is None and not (plain / cgroups.LEAF).exists()
+    shared = _fake_v2(tmp_path, f"1\n777\n{os.getpid()}\n")
+    os.setxattr(shared, "user.delegate", b"1")
+    assert cgroups.delegated(shared)
+    assert cgroups._v2_base(shared) is None  # delegated, but pid 1 and 777 live there too: nothing moved
+    assert not (shared / cgroups.LEAF).exists() and (shared / "cgroup.subtree_control").read_text() == ""
+    alone = _fake_v2(tmp_path, "")  # the control: delegated, the grader's alone (already in its leaf)
+    os.setxattr(alone, "user.delegate", b"1")
+    assert cgroups._v2_base(alone) == alone
+    assert (alone / "cgroup.subtree_control").read_text() == "+memory +pids"
+    ready = _fake_v2(tmp_path, "", "memory pids")  # sub-groups may have both already: used as it is
+    assert cgroups._v2_base(ready) == ready
+    assert "not its alone" in cgroups.problem("nonexistent-controller")

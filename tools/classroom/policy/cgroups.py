@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -31,17 +32,33 @@ def _own(controller: str, table: str) -> str:
     return ""
 
 
+def delegated(base: Path) -> bool:
+    """Whether the cgroup v2 group `base` was handed to this grader: systemd's delegation mark on it (Delegate=yes),
+    or owned by this (not root) uid. Root may write any group; that does not make it the grader's to reshape."""
+    for name in ("trusted.delegate", "user.delegate"):
+        with contextlib.suppress(OSError):
+            os.getxattr(base, name)
+            return True
+    return os.stat(base).st_uid == os.geteuid() != 0
+
+
 @functools.cache
 def _v2_base(base: Path) -> Path | None:
-    """`base` where its sub-groups can have the memory and pids controllers (the grader moved into its leaf)."""
+    """`base` where its sub-groups can have the memory and pids controllers: already so, or a delegated group that
+    holds this process alone, which moves into its leaf first; None otherwise (nobody else's process is moved)."""
     wanted = {"memory", "pids"} & set((base / "cgroup.controllers").read_text().split())
     if wanted <= set((base / "cgroup.subtree_control").read_text().split()):
         return base
-    with contextlib.suppress(OSError):  # possible where the group holds the grader's processes only
+    if base != CGROUPS and not delegated(base):
+        return None
+    with contextlib.suppress(OSError):
         if base != CGROUPS:
+            if set((base / "cgroup.procs").read_text().split()) - {str(os.getpid())}:
+                return None  # another process lives in the group: it is not the grader's alone
             (base / LEAF).mkdir(exist_ok=True)
-            for pid in (base / "cgroup.procs").read_text().split():
-                (base / LEAF / "cgroup.procs").write_text(pid)
+            (base / LEAF / "cgroup.procs").write_text(str(os.getpid()))
+            if (base / "cgroup.procs").read_text().split():
+                return None
         (base / "cgroup.subtree_control").write_text(" ".join(f"+{name}" for name in sorted(wanted)))
         return base
     return None
@@ -73,21 +90,30 @@ def problem(controller: str) -> str:
         return ""
     own = _own(controller, Path("/proc/self/cgroup").read_text()) or _own("", Path("/proc/self/cgroup").read_text())
     return (f"no {controller} cgroup can be made under the grader's own ({own or '?'}): it is not writable by the "
-            "grader, not hierarchical, or (cgroup v2) not delegated to it (systemd-run --scope -p Delegate=yes)")
+            "grader, not hierarchical, or (cgroup v2) not delegated to it or not its alone (run the grader in a "
+            "scope of its own: systemd-run --scope -p Delegate=yes)")
 
 
 def _sweep(parent: Path, scratch: Path) -> None:
     """Remove the empty groups under `parent` whose sandbox is gone (its scratch folder deleted)."""
-    temporary = Path(tempfile.gettempdir())  # where scratch folders are: there, in run folders, in zygotes'
+    runs = [run for run in Path(tempfile.gettempdir()).glob(f"{RUN_FOLDERS}*")  # every sandbox's folder is in one
+            if _ours(run)]
     live = set()
-    for folder in (scratch.parent, temporary, *temporary.glob(f"{RUN_FOLDERS}*"),
-                   *temporary.glob(f"{RUN_FOLDERS}*/zygote/kernels")):
+    for folder in (scratch.parent, *runs, *(run / "zygote" / "kernels" for run in runs)):
         with contextlib.suppress(OSError):  # a folder removed meanwhile
             live.update(path.name for path in folder.iterdir())
     for stale in parent.glob(f"{PREFIX}*"):
         if stale.name != LEAF and stale.name.removeprefix(PREFIX) not in live:
             with contextlib.suppress(OSError):  # still busy: its last processes exiting; the next sweep removes it
                 stale.rmdir()
+
+
+def _ours(run: Path) -> bool:
+    """A run folder of a grader (root's or this uid's): not one another user made to keep stale groups alive."""
+    with contextlib.suppress(OSError):
+        info = os.lstat(run)
+        return stat.S_ISDIR(info.st_mode) and info.st_uid in {0, os.geteuid()}
+    return False
 
 
 def _group(parent: Path, scratch: Path, settings: dict[str, str]) -> Path | None:
