@@ -87,3 +87,12 @@ def test_a_frame_over_the_limit_is_refused_from_its_header_and_parts_make_the_sa
 
 def test_the_cap_in_base64_fits_a_frame():
     assert 4 * -(-REPLY_CAP // 3) + 100 < MAX_FRAME
+
+
+def test_a_sparse_reply_under_the_cap_is_refused_before_a_buffer_is_made(tmp_path):
+    """A sparse file has a size and no pages: the student's memory would not pay for what the grader allocates."""
+    stem = _reply(tmp_path, b'{"v": 1}', 8 * MIB)
+    error, peak = _peak(relay._read_reply, stem)
+    assert isinstance(error, OSError) and "sparse" in str(error) and peak < MIB, (error, peak)
+    stem = _reply(tmp_path, b'{"v": 1}', b"\x01" * (8 * MIB))  # the control: written, so read
+    assert len(relay._read_reply(stem)[1]) == 8 * MIB

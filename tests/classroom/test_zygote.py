@@ -234,6 +234,8 @@ def test_a_pids_cgroup_lives_while_its_folder_does_in_the_temporary_folder_or_a_
     ({"policy": {"memory_mb": -1, "processes": 64, "tmpfs_mb": 256}}, "positive integers"),
     ({"policy": {"memory_mb": 2048, "processes": 64}}, "positive integers"),
     ({"cgroups": ["/etc/passwd"]}, "not a sandbox's cgroups"),
+    ({"cgroups": ["CGROUPS/bert-book-grader/cgroup.procs"]}, "not a sandbox's cgroups"),  # the grader's own leaf
+    ({"cgroups": ["CGROUPS/bert-book-grading-y/cgroup.procs"]}, "not a sandbox's cgroups"),  # another kernel's
 ])
 def test_a_request_for_anything_but_a_kernels_sandbox_is_refused(tmp_path, change, reason):
     from tools.classroom.policy.zygote import _refused

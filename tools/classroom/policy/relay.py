@@ -9,7 +9,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,14 +34,6 @@ def _failed(ename: str, why: str) -> dict:
     return {"status": "visible", "ename": ename, "evalue": why, "traceback": [f"{ename}: {why}"]}
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    """Write a file the student's kernel cannot have redirected: never through a link it left there."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as file:
-        file.write(data)
-
-
 def _read_reply(stem: Path) -> list[bytearray]:
     """The reply's two files (JSON, tensors): regular files, not links, REPLY_CAP bytes together, checked before a
     byte is read or a buffer made; removed after reading. OSError if they are not, or grew meanwhile."""
@@ -51,9 +42,12 @@ def _read_reply(stem: Path) -> list[bytearray]:
     try:
         for path in paths:
             fds.append(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
-        sizes = [os.fstat(fd).st_size for fd in fds]
-        if not all(stat.S_ISREG(os.fstat(fd).st_mode) for fd in fds) or sum(sizes) > REPLY_CAP:
+        infos = [os.fstat(fd) for fd in fds]
+        sizes = [info.st_size for info in infos]
+        if not all(stat.S_ISREG(info.st_mode) for info in infos) or sum(sizes) > REPLY_CAP:
             raise OSError(f"not two regular files of {REPLY_CAP} bytes at most together (sizes {sizes})")
+        if any(info.st_size > (1 << 16) and info.st_blocks * 512 < info.st_size for info in infos):
+            raise OSError("a sparse reply file: its size is not written (the student's memory would not pay for it)")
         data = []
         for fd, size in zip(fds, sizes, strict=True):
             buffer, done = bytearray(size), 0
@@ -83,7 +77,7 @@ class TrustedTests:
         self.process, self.setup, self.setup_result, self.setup_deadline = None, None, None, 0.0
         self.server, self.connection, self.fds = server, None, (-1, -1)  # (from it, to it)
         self.refused = ""  # why the warm server given was refused (not the grader's), if it was
-        self.scratch = Path(tempfile.mkdtemp(prefix="grading-tests-"))
+        self.scratch = sandbox.private_folder("grading-tests-")
         self.calls = 0
 
     def start(self, setup: str, timeout: float) -> None:
@@ -154,7 +148,8 @@ class TrustedTests:
         """Run one request in the student's kernel; the reply's bytes, unread by this process."""
         self.calls += 1
         request, stem = self.kernel_scratch / "grader-request.pkl", self.kernel_scratch / f"grader-reply-{self.calls}"
-        _write_new(request, base64.b64decode(str(message.get("request", ""))))
+        handles.write_private(self.kernel_scratch, request.name, base64.b64decode(str(message.get("request", ""))),
+                              sandbox.sandbox_uid(self.kernel_scratch))  # 0600, the kernel's; never through a link
         problem = self.run_in_kernel(kernel_cell(request, stem), deadline - time.monotonic() - 1)  # time to reply
         if problem:
             return {"op": "reply", "error": problem}

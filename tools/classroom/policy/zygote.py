@@ -85,6 +85,7 @@ def _drop(uid: int, policy: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (policy["file_mb"] << 20, policy["file_mb"] << 20))
     resource.setrlimit(resource.RLIMIT_NPROC, (policy["processes"], policy["processes"]))
+    os.umask(0o077)  # what the kernel writes, readable by its own uid only
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
@@ -171,8 +172,9 @@ def _refused(request: dict, kernels: Path, cgroups: list[str]) -> str:
         return "the uid and the policy's limits (file_mb, memory_mb, processes, tmpfs_mb) must be positive integers"
     if request["uid"] < 1000:
         return f"uid {request['uid']} is a system user's"
-    groups = request.get("cgroups")
+    groups, own = request.get("cgroups"), f"bert-book-{Path(scratch).name}"  # cgroups.PREFIX + its folder's name
     if type(groups) is not list or not all(_plain(group) and Path(group).name == "cgroup.procs"
+                                           and Path(group).parent.name == own
                                            and str(Path(group).parent.parent) in cgroups for group in groups):
         return f"{groups!r} are not a sandbox's cgroups"
     return ""
