@@ -261,3 +261,49 @@ def test_kernel_json_is_written_through_a_descriptor_never_through_a_link(bwrap,
                 manager.write_connection_file()
     finally:
         sandbox.release(scratch)
+
+
+PEEK = r"""
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        os.listdir(path) if os.path.isdir(path) else open(path, "rb").read(1)
+        print("read", path)
+    except PermissionError:
+        print("denied", path)
+"""
+
+
+@root_only
+def test_a_fresh_kernels_folder_and_its_trusted_process_are_closed_to_other_users(bwrap, tmp_path, monkeypatch):
+    """Attack review 46b-1: a fresh kernel's scratch folder and a fresh trusted process's lie in private run folders
+    (never listable in /tmp), their tmpfs is 0700, the request the grader writes is 0600: after a relayed call,
+    another user can neither list the folders nor read the request (the control: the grader can)."""
+    from tools.classroom.nbgrader.execute import SandboxedExecute
+    from tools.classroom.policy.relay import TrustedTests
+
+    seen = []
+    relay = TrustedTests._relay
+
+    def peeking(self, message, deadline):
+        reply = relay(self, message, deadline)
+        paths = [self.kernel_scratch.parent, self.kernel_scratch, self.kernel_scratch / "grader-request.pkl",
+                 self.scratch.parent, self.scratch]
+        assert all(os.path.exists(path) for path in paths)  # the control: there, and the grader reads them
+        seen.append(subprocess.run(["setpriv", f"--reuid={STRANGER}", f"--regid={STRANGER}", "--clear-groups",
+                                    "/usr/bin/python3", "-c", PEEK, *map(str, paths)], capture_output=True,
+                                   text=True).stdout.split("\n"))
+        seen.append(stat.S_IMODE(os.stat(self.kernel_scratch / "grader-request.pkl").st_mode))
+        return reply
+
+    monkeypatch.setattr(TrustedTests, "_relay", peeking)
+    cell = nbformat.v4.new_code_cell
+    notebook = nbformat.v4.new_notebook(cells=[
+        cell("x = 1\n", metadata={"nbgrader": {"grade_id": "setup"}}),
+        cell("def f(v):\n    return v + 1\n", metadata={"nbgrader": {"grade_id": "a", "solution": True}}),
+        cell("assert f(2) == 3\n", metadata={"nbgrader": {"grade_id": "t", "grade": True, "points": 1}})])
+    report = tmp_path / "report.json"
+    SandboxedExecute(report_path=str(report)).preprocess(notebook, {"metadata": {"path": str(tmp_path)}})
+    assert json.loads(report.read_text())["kernel"] == "fresh" and notebook.cells[2].outputs == []
+    assert seen and all(line.startswith("denied") for line in seen[0] if line), seen
+    assert seen[1] == 0o600, seen

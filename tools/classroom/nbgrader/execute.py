@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +17,14 @@ from tools.classroom.policy import handles
 from tools.classroom.policy.cgroups import oom_kills
 from tools.classroom.policy.policy import POLICY
 from tools.classroom.policy.relay import TrustedTests
-from tools.classroom.policy.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, memory_cap, process_cap, release
+from tools.classroom.policy.sandbox import (
+    MEMORY_LIMIT_MB,
+    kernel_manager_class,
+    memory_cap,
+    private_folder,
+    process_cap,
+    release,
+)
 from tools.classroom.policy.warm import find_zygote
 from tools.classroom.protocol.trusted import is_test
 
@@ -71,9 +77,8 @@ class SandboxedExecute(Execute):
             scratch = handles.make_folder(Path(zygote).parent / "kernels", 0, "grading-") if zygote else None
         except OSError as error:
             zygote, no_zygote, scratch = "", f"a fresh kernel: {error}", None
-        if scratch is None:
-            scratch = Path(tempfile.mkdtemp(prefix="grading-"))
-            scratch.chmod(0o755)
+        if scratch is None:  # in a private run folder of its own, not listable by anyone else
+            scratch = private_folder("grading-")
         self.kernel_manager_class = kernel_manager_class(scratch, self.memory_mb, zygote)
         report = {"stopped": None, "timeouts": [], "not_graded": [], "seconds": {}, "truncated": [],
                   "process_cap": process_cap(scratch)[1], "kernel": "forked" if zygote else "fresh",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -12,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import zmq
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
@@ -20,14 +22,21 @@ from tools.classroom.policy.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
 
 MEMORY_LIMIT_MB, PROCESS_LIMIT, TMPFS_MB = POLICY.memory_mb, POLICY.processes, POLICY.tmpfs_mb
+MESSAGE_CAP = 2 * POLICY.cell_output + (1 << 20)  # bytes of one ZeroMQ message part from a kernel
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
 
 
-def size_folder(folder: Path, mb: int = POLICY.scratch_mb) -> None:
+def private_folder(prefix: str) -> Path:
+    """A fresh folder for one sandbox, inside a run folder of its own (mkdtemp: a random name, 0700, the grader's):
+    never directly in /tmp, where every local user could list it or read what is left in it."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=tempfile.mkdtemp(prefix=cgroups.RUN_FOLDERS)))
+
+
+def size_folder(folder: Path, mb: int = POLICY.scratch_mb, mode: str = "0700") -> None:
     """A root grader mounts a tmpfs of `mb` MiB on the fresh, empty `folder`: what a sandbox writes there is memory
     (its cgroup's), never the host's disk. A plain user cannot: RLIMIT_FSIZE (policy.file_mb) caps each file."""
     if os.geteuid() == 0 and not os.path.ismount(folder):
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m,mode=0755,nosuid,nodev", "tmpfs", str(folder)],
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m,mode={mode},nosuid,nodev", "tmpfs", str(folder)],
                        check=True, capture_output=True)
 
 
@@ -37,6 +46,9 @@ def release(folder: Path) -> None:
         subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
     shutil.rmtree(folder, ignore_errors=True)
     cgroups.release(folder)
+    if folder.parent.name.startswith(cgroups.RUN_FOLDERS):  # its own run folder (private_folder), once empty
+        with contextlib.suppress(OSError):
+            folder.parent.rmdir()
 
 
 def _kernel_reads() -> list[Path]:
@@ -198,7 +210,8 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     if uid is not None:  # its only writable folder is its own; what it reads must be world-readable
         os.chown(scratch, uid, uid)
         inside = [*_setpriv(uid), *inside, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}"]
-    first = ["sh", "-c", 'echo 1000 > /proc/self/oom_score_adj && exec "$@"', "sh"]  # inherited: the OOM killer's
+    # inherited: the OOM killer's first choice; what it writes, readable by its own uid only
+    first = ["sh", "-c", 'echo 1000 > /proc/self/oom_score_adj && umask 077 && exec "$@"', "sh"]
     return first + process_cap(scratch)[0] + memory_cap(scratch, group_mb or memory_mb)[0] + command + ["--", *inside]
 
 
@@ -231,7 +244,7 @@ def bwrap_problem() -> str | None:
     """None if grading can run here, else one line saying why not: the real interpreter, with the real mounts."""
     if shutil.which("bwrap") is None:
         return f"bwrap not found: {INSTALL_HINT}"
-    scratch = Path(tempfile.mkdtemp(prefix="grading-check-"))  # where execute.py puts a kernel's scratch folder
+    scratch = private_folder("grading-check-")  # where execute.py puts a kernel's scratch folder
     try:
         result = subprocess.run([*bwrap_command(scratch), sys.executable, "-c", SELF_CHECK],
                                 capture_output=True, text=True, timeout=180)
@@ -270,9 +283,18 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
 
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
+            # every socket of this manager (and of its client, below) drops a kernel that sends one message part
+            # over the cap, before the grader buffers it (the output caps apply after decoding)
+            self.context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_CAP)
             self.transport = "ipc"  # the kernel has no network, not even loopback: sockets are files in scratch
             self.ip = str(scratch / "kernel")
             self.connection_file = str(scratch / "kernel.json")
+
+        def client(self, **kwargs):
+            """Its client (a context of its own) with the same cap on every socket it will open."""
+            client = super().client(**kwargs)
+            client.context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_CAP)
+            return client
 
         @property
         def kernel_spec(self):

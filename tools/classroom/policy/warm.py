@@ -94,7 +94,7 @@ class KernelZygote:
         (self.folder / "kernels").mkdir(mode=0o755)
         # One tmpfs for all its kernels' folders (a mount made later would not reach the zygote's namespace): the
         # host's disk is never written; each kernel's share is charged to its memory cgroup, each file to file_mb.
-        sandbox.size_folder(self.folder / "kernels", ZYGOTE_KERNELS * sandbox.POLICY.scratch_mb)
+        sandbox.size_folder(self.folder / "kernels", ZYGOTE_KERNELS * sandbox.POLICY.scratch_mb, "0755")
         try:
             command = sandbox.zygote_command(self.folder, _imported(setup))
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
