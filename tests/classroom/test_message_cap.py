@@ -30,7 +30,8 @@ def run(cap):
         notebook, {"metadata": {"path": str(folder)}})
     grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10
     return {"grew_mib": grew, "kept": len(json.dumps(notebook.cells[1].outputs)),
-            "test": notebook.cells[2].outputs}
+            "names": [out.get("ename") for out in notebook.cells[1].outputs], "test": notebook.cells[2].outputs,
+            "truncated": json.loads((folder / "r.json").read_text())["truncated"]}
 
 print(json.dumps([run(sandbox.MESSAGE_CAP), run(1 << 30)]))
 """
@@ -38,6 +39,8 @@ print(json.dumps([run(sandbox.MESSAGE_CAP), run(1 << 30)]))
 
 def test_a_64_mib_output_is_dropped_before_the_grader_buffers_it(bwrap):
     result = subprocess.run([sys.executable, "-c", RUN], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
     capped, uncapped = json.loads(result.stdout.strip().splitlines()[-1])
     assert capped["grew_mib"] < 32 and capped["kept"] < 2 << 20 and capped["test"] == [], capped
+    assert capped["names"] == ["OutputCapError"] and capped["truncated"] == [1], capped  # said, never a pass
     assert uncapped["grew_mib"] >= 64, uncapped  # the control: without the cap the grader holds it (then cuts it)
