@@ -22,9 +22,9 @@ from packaging.requirements import Requirement
 
 from tools.book import install_cell
 from tools.book.toc import ROOT, toc_notebooks
-from tools.classroom.course import install_cell_source, source_notebook
-from tools.classroom.schema import load_chapters
 from tools.environment import offline_environment
+from tools.exercises.course import install_cell_source, source_notebook
+from tools.exercises.schema import load_chapters
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())

@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 
 from tools.book.toc import ROOT
-from tools.classroom.schema import load_chapter
+from tools.exercises.schema import load_chapter
 
 
 def _passes(namespace: dict, exercise, answer: str) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 
 from tests.classroom.simulated import CHAPTER, FAKE_TORCH, FIFTH, PAD, WORDPIECE, solutions, with_answer
-from tools.classroom.grading import fill_answers
+from tools.classroom.nbgrader.grading import fill_answers
 
 WRONG_NORM = "pad_id = tokenizer.pad_token_id\npad_norm = 0.0\n"
 # An ipykernel_launcher.py beside the notebook: were it on the kernel's path, it would be the kernel.

@@ -12,11 +12,11 @@ import nbformat
 import pytest
 
 from tools.book.toc import ROOT
-from tools.classroom import sandbox
-from tools.classroom.classgrade import grade_class
-from tools.classroom.course import build_assignments
-from tools.classroom.grading import read_scores
-from tools.classroom.schema import load_chapters
+from tools.classroom.nbgrader.grading import read_scores
+from tools.classroom.policy import sandbox
+from tools.classroom.run.classgrade import grade_class
+from tools.exercises.course import build_assignments
+from tools.exercises.schema import load_chapters
 
 CHAPTERS = {chapter.name: chapter for chapter in load_chapters(ROOT / "exercises")}
 MAIN = "token_embeddings"  # the chapter on which every scenario runs

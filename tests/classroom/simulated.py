@@ -8,7 +8,7 @@ import nbformat
 
 from tests.classroom.conftest import CHAPTERS, MAIN, released
 from tools.book.toc import ROOT
-from tools.classroom.grading import fill_answers
+from tools.classroom.nbgrader.grading import fill_answers
 
 CHAPTER = CHAPTERS[MAIN]
 PAD, WORDPIECE, FIFTH = CHAPTER.exercises  # 2, 3 and 2 autograded points (+3 by hand)

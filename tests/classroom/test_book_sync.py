@@ -7,8 +7,8 @@ import pytest
 
 from tests.classroom.conftest import CHAPTERS, MAIN
 from tools.book.toc import ROOT
-from tools.classroom.book_sync import book_cells, check_book, sync_notebook, teachers_table
-from tools.classroom.schema import ExerciseError
+from tools.exercises.book_sync import book_cells, check_book, sync_notebook, teachers_table
+from tools.exercises.schema import ExerciseError
 
 
 def notebook_with_try_it(extra_before: str = "") -> nbformat.NotebookNode:

@@ -16,9 +16,9 @@ import pytest
 
 from tests.classroom.conftest import MAIN
 from tests.classroom.simulated import kinds, submit_class
-from tools.classroom.classgrade import grade_class, read_records
-from tools.classroom.export import gradebook_rows
-from tools.classroom.grading import read_scores
+from tools.classroom.nbgrader.grading import read_scores
+from tools.classroom.run.classgrade import grade_class, read_records
+from tools.classroom.run.export import gradebook_rows
 from tools.environment import ROOT, venv_environment
 
 CLASS = ("correct", "blank", "partial")  # the kinds graded here; tests/classroom/simulated.py says what each deserves

@@ -59,7 +59,7 @@ def test_plain_nbgrader_in_the_course_directory_also_grades_in_the_sandbox(cours
     from nbgrader.preprocessors import Execute
     from traitlets.config import PyFileConfigLoader
 
-    from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.nbgrader.execute import SandboxedExecute
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     steps = config.Autograde.autograde_preprocessors
@@ -74,10 +74,36 @@ def test_a_new_gradebook_is_stamped_with_the_revision_alembic_names(course, tmp_
 
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from tools.classroom.course import alembic_head
+    from tools.classroom.nbgrader.nbconfig import alembic_head
 
     with _temp_alembic_ini(f"sqlite:///{tmp_path / 'gradebook.db'}") as ini:  # `heads` reads no database
         heads = subprocess.run(["alembic", "-c", ini, "heads"], capture_output=True, text=True, check=True).stdout
     assert heads.split()[0] == alembic_head()
     with sqlite3.connect(course / "gradebook.db") as db:  # made by the grader's nbgrader_config.py
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(alembic_head(),)]
+
+
+def test_the_private_nbgrader_hook_left_is_the_pinned_versions():
+    """nbconfig.configure replaces nbgrader.api.get_alembic_version (no public hook): the pinned nbgrader is the one
+    installed, the function exists with no parameters, and Gradebook looks it up by name when it makes a database,
+    so an nbgrader upgrade that moves it fails here, not silently in a class."""
+    import importlib.metadata
+    import inspect
+
+    import nbgrader.api
+    from traitlets.config import Config
+
+    from tools.classroom.nbgrader.nbconfig import alembic_head, configure
+    from tools.environment import ROOT
+
+    pins = dict(line.split("==") for line in (ROOT / "requirements-teacher.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    assert importlib.metadata.version("nbgrader") == pins["nbgrader"] == "0.9.6"
+    original = nbgrader.api.get_alembic_version
+    assert not inspect.signature(original).parameters
+    assert "get_alembic_version()" in inspect.getsource(nbgrader.api.Gradebook.__init__)
+    try:
+        configure(Config(), ROOT / "_build" / "nowhere")
+        assert nbgrader.api.get_alembic_version is alembic_head
+    finally:
+        nbgrader.api.get_alembic_version = original

@@ -10,7 +10,7 @@ import sys
 import psutil
 import pytest
 
-from tools.classroom.cluster import open_client
+from tools.classroom.run.cluster import open_client
 from tools.environment import ROOT
 
 STRANGER = 65534

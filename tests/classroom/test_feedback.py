@@ -21,11 +21,11 @@ from nbconvert.preprocessors import Preprocessor
 from tests.classroom.conftest import MAIN, released
 from tests.classroom.simulated import CHAPTER, FIFTH, PAD, WORDPIECE, solutions
 from tools.classroom.__main__ import main
-from tools.classroom.execute import _not_graded
-from tools.classroom.grading import fill_answers
-from tools.classroom.hide import HideHiddenTests
-from tools.classroom.nbconfig import nbgrader_config
-from tools.classroom.records import Record, records_dir
+from tools.classroom.nbgrader.execute import _not_graded
+from tools.classroom.nbgrader.grading import fill_answers
+from tools.classroom.nbgrader.hide import HideHiddenTests
+from tools.classroom.nbgrader.nbconfig import nbgrader_config
+from tools.classroom.nbgrader.records import Record, records_dir
 
 STOP = f"the notebook ran past its limit of 900 s at {WORDPIECE.answer_id}"  # a stop reason, as execute.py words it
 

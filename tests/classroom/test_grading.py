@@ -11,8 +11,8 @@ import pytest
 
 from tests.classroom.conftest import CHAPTERS, MAIN, released
 from tools.classroom.__main__ import main
-from tools.classroom.course import run_nbgrader
-from tools.classroom.grading import fill_answers, read_scores
+from tools.classroom.nbgrader.grading import fill_answers, read_scores
+from tools.exercises.course import run_nbgrader
 
 # --------------------------------------------------------------------------------------------------------------
 # Submissions, written into nbgrader's layout submitted/<student>/<chapter>/<chapter>.ipynb
@@ -193,7 +193,7 @@ def test_feedback_shows_the_visible_checks_but_no_hidden_check_nor_its_traceback
     import html
     import re
 
-    from tools.classroom.hide import HIDDEN_NOTE
+    from tools.classroom.nbgrader.hide import HIDDEN_NOTE
 
     run_nbgrader(graded_class.root, "generate_feedback", MAIN, "--student", "partial", "--force")
     page = graded_class.root / "feedback" / "partial" / MAIN / f"{MAIN}.html"

@@ -15,10 +15,10 @@ import pytest
 import torch
 from safetensors.torch import save
 
-from tools.classroom import sandbox, warm
-from tools.classroom.relay import TrustedTests, kernel_cell
-from tools.classroom.trusted import HIDDEN_NOTE, Remote, free_names, split_test
-from tools.classroom.wire import Handle, Unsupported, WireError, decode, encode
+from tools.classroom.policy import sandbox, warm
+from tools.classroom.policy.relay import TrustedTests, kernel_cell
+from tools.classroom.protocol.trusted import HIDDEN_NOTE, Remote, free_names, split_test
+from tools.classroom.protocol.wire import Handle, Unsupported, WireError, decode, encode
 
 
 def _round_trip(value, keep=None):

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tools.classroom import sandbox
+from tools.classroom.policy import sandbox
 
 # Forks children that wait, until fork fails or 1,000 are running; prints how many it made and its uid.
 FORKS = ("import os, time\nn = 0\ntry:\n    while n < 1000:\n        if os.fork() == 0:\n            time.sleep(5)\n"

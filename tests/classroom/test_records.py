@@ -12,10 +12,11 @@ import sys
 import pytest
 
 from tests.classroom.conftest import MAIN, released
-from tools.classroom import classgrade, submission, warm
-from tools.classroom.classgrade import grade_class
-from tools.classroom.records import Record, read_records, real_error
-from tools.classroom.submission import RUNNING, stop_children
+from tools.classroom.nbgrader.records import Record, read_records, real_error
+from tools.classroom.policy import warm
+from tools.classroom.run import classgrade, submission
+from tools.classroom.run.classgrade import grade_class
+from tools.classroom.run.submission import RUNNING, stop_children
 
 
 def test_an_interrupted_run_keeps_what_finished_and_resumes_with_the_rest(course, tmp_path, monkeypatch):
@@ -77,7 +78,7 @@ def test_the_reason_is_the_real_error_not_nbgrader_wrapper():
 
 
 def test_a_worker_count_below_one_is_refused_with_what_to_pass(course):
-    from tools.classroom.schema import ExerciseError
+    from tools.exercises.schema import ExerciseError
 
     with pytest.raises(ExerciseError, match="--workers must be 1 or more, not 0"):
         grade_class(course, MAIN, workers=0, log=lambda line: None)
@@ -87,7 +88,7 @@ def test_a_notebook_from_a_worker_with_other_cells_is_not_saved_as_grades(course
     """The replay checks the worker's notebook cell by cell against nbgrader's sanitized submission."""
     import nbformat
 
-    from tools.classroom.cluster import ReplayOutputs
+    from tools.classroom.run.cluster import ReplayOutputs
 
     notebook = released(course, MAIN)
     other = released(course, MAIN)
@@ -104,7 +105,7 @@ def test_a_notebook_from_a_worker_with_other_cells_is_not_saved_as_grades(course
 
 
 def test_the_other_platforms_shapes_carry_each_cells_points_and_a_not_graded_notebook_scores_nothing():
-    from tools.classroom import platforms
+    from tools.classroom.run import platforms
 
     graded = {"status": "partly graded", "reason": "the kernel died", "flags": ["t2 ran past its time limit"],
               "points": {"t1": 2.0, "t2": 0.0, "written": None}, "max_points": {"t1": 2.0, "t2": 1.0, "written": 2.0},

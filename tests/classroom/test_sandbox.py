@@ -16,13 +16,13 @@ import pytest
 from tests.classroom.attacks import ATTACKS, BASELINE, SAME_AS_KIND
 from tests.classroom.conftest import ATTACK, CELL_TIMEOUT, MAIN, sha
 from tests.classroom.simulated import CHAPTER, kinds, solutions
-from tools.classroom import sandbox, warm
 from tools.classroom.__main__ import main
-from tools.classroom.classgrade import grade_class, read_records
-from tools.classroom.export import gradebook_rows, write_gradebook
-from tools.classroom.grading import fill_answers, read_scores
-from tools.classroom.schema import ExerciseError
+from tools.classroom.nbgrader.grading import fill_answers, read_scores
+from tools.classroom.policy import sandbox, warm
+from tools.classroom.run.classgrade import grade_class, read_records
+from tools.classroom.run.export import gradebook_rows, write_gradebook
 from tools.environment import ROOT, venv_environment
+from tools.exercises.schema import ExerciseError
 from tools.testing.checkout import copy_checkout
 
 
@@ -166,7 +166,7 @@ def test_feedback_carries_no_hidden_check_by_any_output(graded_class, student):
     import html
     import re
 
-    from tools.classroom.course import run_nbgrader
+    from tools.exercises.course import run_nbgrader
 
     run_nbgrader(graded_class.root, "generate_feedback", MAIN, "--student", student, "--force")
     graded = nbformat.read(graded_class.root / "autograded" / student / MAIN / f"{MAIN}.ipynb", as_version=4)
@@ -197,7 +197,7 @@ def test_feedback_says_not_graded_where_nothing_was_earned_and_names_the_cap(gra
     """The real run: the crasher's cells after its crash say "not graded", the renamed notebook's page its reason;
     every record names the process cap that bound its sandbox (as root: the sandbox's own uid) and its kernel's
     kind (as root: forked by the kernel zygote)."""
-    from tools.classroom.feedback import write_feedback
+    from tools.classroom.run.feedback import write_feedback
 
     rows = {row["student"]: row for row in write_feedback(graded_class.root, MAIN, ["crasher", "renamed"])}
     crasher, renamed = (row["page"].read_text() for row in (rows["crasher"], rows["renamed"]))
@@ -212,7 +212,7 @@ def test_feedback_says_not_graded_where_nothing_was_earned_and_names_the_cap(gra
 
 
 def test_output_is_capped_before_it_is_written(graded_class):
-    from tools.classroom.execute import CELL_OUTPUT_CAP
+    from tools.classroom.nbgrader.execute import CELL_OUTPUT_CAP
 
     path = graded_class.root / "autograded" / "output-bomb" / MAIN / f"{MAIN}.ipynb"
     assert path.stat().st_size < 2 * CELL_OUTPUT_CAP  # 5 MB printed; at most the cell's first 1 MB kept

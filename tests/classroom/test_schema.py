@@ -9,7 +9,7 @@ import pytest
 
 from tests.classroom.conftest import CHAPTERS
 from tools.book.toc import ROOT, toc_pages
-from tools.classroom.schema import ExerciseError, load_chapter, load_chapters
+from tools.exercises.schema import ExerciseError, load_chapter, load_chapters
 
 TOPIC_CHAPTERS = ["embedding_layer_at_a_glance", "token_embeddings", "segment_embeddings", "learned_positions",
                   "sum_and_layernorm", "sinusoidal_encodings", "t5_relative_positions", "one_layer_many_families"]
@@ -36,7 +36,7 @@ def test_chapters_come_by_name_without_a_readable_table_of_contents(monkeypatch)
     def missing_toc():
         raise FileNotFoundError(ROOT / "_toc.yml")
 
-    monkeypatch.setattr("tools.classroom.schema.toc_pages", missing_toc)
+    monkeypatch.setattr("tools.exercises.schema.toc_pages", missing_toc)
     assert [chapter.name for chapter in load_chapters(ROOT / "exercises")] == sorted(CHAPTERS)
 
 

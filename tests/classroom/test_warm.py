@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
+import stat
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -11,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.classroom import warm
-from tools.classroom.relay import TrustedTests
+from tools.classroom.policy import warm
+from tools.classroom.policy.relay import TrustedTests
 
 SETUP = "import torch\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(2, 2)\n"
 
@@ -107,7 +110,7 @@ def test_the_server_reads_the_setup_and_what_the_tests_import():
 
 def test_a_new_server_removes_the_folders_of_servers_that_are_gone(server):
     gone = warm.TrustedServer(SETUP)
-    folders = [gone.scratch, *([gone.zygote.folder] if gone.zygote.process else [])]  # its kernel zygote's too
+    folders = [gone.run, gone.scratch, *([gone.zygote.folder] if gone.zygote.process else [])]  # its zygote's too
     for process, path in [(gone.process, gone.socket), (gone.zygote.process, gone.zygote.folder / "zygote.sock")]:
         if process is not None:  # as when a Dask worker is stopped: no exit handler removes their folders
             process.kill()
@@ -136,7 +139,8 @@ def test_no_server_for_a_setup_that_fails():
 
 @pytest.mark.parametrize("shared", [True, False], ids=["coordinators-server-listening", "none-listening"])
 def test_a_worker_uses_the_coordinators_server_where_it_listens_else_its_own(server, shared, tmp_path, monkeypatch):
-    from tools.classroom import cluster, records, submission
+    from tools.classroom.nbgrader import records
+    from tools.classroom.run import cluster, submission
 
     given, started = [], []
     monkeypatch.setattr(cluster, "_scratch_course", lambda chapter, source: tmp_path)
@@ -155,3 +159,21 @@ def teardown_module():
     for folder in Path(tempfile.gettempdir()).glob("grading-test-*"):
         shutil.rmtree(folder, ignore_errors=True)
 
+
+
+def test_a_servers_folder_and_its_zygotes_lie_in_a_run_folder_nobody_else_may_enter(server):
+    """Attack review 7: the zygote's folder is not a name in /tmp derived from another (which a local user could take
+    first), but `zygote` inside the run's folder, which mkdtemp made with a random name, 0700, for the grader alone."""
+    run = server.run
+    info = os.lstat(run)
+    assert run.parent == Path(tempfile.gettempdir()) and run.name.startswith(warm.RUN_FOLDERS)
+    assert stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o700
+    assert server.scratch.parent == run and server.socket.parent == server.scratch
+    if server.zygote.process is None:  # not root: no zygote, a fresh kernel each time
+        assert warm.find_zygote(str(server.socket)) == ("", "")
+        return
+    assert server.zygote.folder == run / warm.ZYGOTE and stat.S_IMODE(os.lstat(server.zygote.folder).st_mode) == 0o700
+    assert warm.find_zygote(str(server.socket)) == (str(run / warm.ZYGOTE / "zygote.sock"), "")  # the control
+    denied = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                             f"import os; os.mkdir({str(run / 'planted')!r})"], capture_output=True, text=True)
+    assert denied.returncode != 0 and "PermissionError" in denied.stderr and not (run / "planted").exists()

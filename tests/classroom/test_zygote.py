@@ -19,8 +19,8 @@ import pytest
 from jupyter_client import BlockingKernelClient
 from nbclient import NotebookClient
 
-from tools.classroom import sandbox, warm
-from tools.classroom.policy import POLICY
+from tools.classroom.policy import sandbox, warm
+from tools.classroom.policy.policy import POLICY
 from tools.environment import ROOT
 
 # A grader that is not root starts a fresh sandbox per kernel (test_sandbox.py checks that its records say so).
@@ -234,9 +234,11 @@ def test_a_pids_cgroup_lives_while_its_folder_does_in_the_temporary_folder_or_a_
     ({"policy": {"memory_mb": -1, "processes": 64, "tmpfs_mb": 256}}, "positive integers"),
     ({"policy": {"memory_mb": 2048, "processes": 64}}, "positive integers"),
     ({"cgroups": ["/etc/passwd"]}, "not a sandbox's cgroups"),
+    ({"cgroups": ["CGROUPS/bert-book-grader/cgroup.procs"]}, "not a sandbox's cgroups"),  # the grader's own leaf
+    ({"cgroups": ["CGROUPS/bert-book-grading-y/cgroup.procs"]}, "not a sandbox's cgroups"),  # another kernel's
 ])
 def test_a_request_for_anything_but_a_kernels_sandbox_is_refused(tmp_path, change, reason):
-    from tools.classroom.zygote import _refused
+    from tools.classroom.policy.zygote import _refused
 
     kernels, cgroups = tmp_path / "kernels", tmp_path / "cgroups"
     (kernels / "grading-x").mkdir(parents=True)
@@ -275,7 +277,7 @@ def test_forked_kernels_start_as_fresh_ones_do_not_as_copies_of_the_zygote(serve
 
 def test_the_fork_guard_counts_the_threads_a_library_started():
     source = ("import threading, torch\ntorch.set_num_threads(2)\ntorch.ones(256, 256) @ torch.ones(256, 256)\n"
-              "from tools.classroom.zygote import threads\nprint(threading.active_count(), threads())")
+              "from tools.classroom.policy.zygote import threads\nprint(threading.active_count(), threads())")
     env = {name: value for name, value in os.environ.items() if not name.endswith("_NUM_THREADS")}
     result = subprocess.run([sys.executable, "-c", source], cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=120)
@@ -287,12 +289,13 @@ def test_the_fork_guard_counts_the_threads_a_library_started():
 def test_a_tripped_fork_guard_gives_a_fresh_kernel_and_says_so(bwrap, tmp_path):
     """A zygote that answers 'unfit' (more than one thread): the kernel is a fresh bwrap one, the report says why."""
     from tests.classroom.test_second_user import _notebook
-    from tools.classroom import frames
-    from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.nbgrader.execute import SandboxedExecute
+    from tools.classroom.protocol import frames
 
-    trusted = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS))
+    run = Path(tempfile.mkdtemp(prefix=warm.RUN_FOLDERS))
+    trusted = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS, dir=run))
     os.chown(trusted, warm.trusted_owner(trusted), -1)
-    folder = warm._zygote_folder(trusted)
+    folder = run / warm.ZYGOTE
     (folder / "kernels").mkdir(parents=True, mode=0o755)
     folder.chmod(0o700)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -316,15 +319,14 @@ def test_a_tripped_fork_guard_gives_a_fresh_kernel_and_says_so(bwrap, tmp_path):
             notebook, {"metadata": {"path": str(tmp_path)}})
     finally:
         listener.close()
-        shutil.rmtree(trusted)
-        shutil.rmtree(folder)
+        shutil.rmtree(run)
     seen = json.loads(report.read_text())
     assert seen["kernel"] == "fresh" and any("fork guard" in note for note in seen["notes"]), seen
     assert notebook.cells[2].outputs == []  # graded all the same
 
 
 def test_a_policy_no_enforcer_can_keep_is_refused():
-    from tools.classroom.policy import SandboxPolicy
+    from tools.classroom.policy.policy import SandboxPolicy
 
     with pytest.raises(ValueError, match="network=True"):
         SandboxPolicy(network=True)

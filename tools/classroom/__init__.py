@@ -1,1 +1,1 @@
-"""Graded exercises: one YAML file per chapter feeds both the book's exercise section and an nbgrader assignment."""
+"""Graded exercises: the book's grader (nbgrader in a sandbox) and the command line of tools/exercises."""

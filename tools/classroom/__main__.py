@@ -7,15 +7,16 @@ import sys
 from pathlib import Path
 
 import tools.classroom
-from tools.classroom import platforms
-from tools.classroom.book_sync import BOOK_DIR, TEACHERS_PAGE, check_book, sync_book
-from tools.classroom.classgrade import CELL_TIMEOUT, grade_class
-from tools.classroom.course import COURSE_DIR, build_assignments, nbgrader_main
-from tools.classroom.export import COLUMNS, write_gradebook
-from tools.classroom.feedback import write_feedback
-from tools.classroom.grading import read_scores
-from tools.classroom.one import grade_one
-from tools.classroom.schema import ExerciseError
+from tools.classroom.nbgrader.grading import read_scores
+from tools.classroom.nbgrader.nbconfig import nbgrader_main
+from tools.classroom.run import platforms
+from tools.classroom.run.classgrade import CELL_TIMEOUT, grade_class
+from tools.classroom.run.export import COLUMNS, write_gradebook
+from tools.classroom.run.feedback import write_feedback
+from tools.classroom.run.one import grade_one
+from tools.exercises.book_sync import BOOK_DIR, TEACHERS_PAGE, check_book, sync_book
+from tools.exercises.course import COURSE_DIR, build_assignments
+from tools.exercises.schema import ExerciseError
 
 
 def _print_scores(chapter_name: str, scores: dict[str, dict]) -> None:

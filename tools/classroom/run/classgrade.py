@@ -10,13 +10,13 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.grading import check_submission
-from tools.classroom.nbconfig import CELL_TIMEOUT
-from tools.classroom.nbconfig import configure as configure  # what course folders' nbgrader_config.py import
-from tools.classroom.records import Record, read_records, records_dir, write_record
-from tools.classroom.sandbox import bwrap_problem
-from tools.classroom.schema import ExerciseError
-from tools.classroom.submission import stop_children
+from tools.classroom.nbgrader.grading import check_submission
+from tools.classroom.nbgrader.nbconfig import CELL_TIMEOUT
+from tools.classroom.nbgrader.nbconfig import configure as configure  # what course folders' nbgrader_config.py import
+from tools.classroom.nbgrader.records import Record, read_records, records_dir, write_record
+from tools.classroom.policy.sandbox import bwrap_problem
+from tools.classroom.run.submission import stop_children
+from tools.exercises.schema import ExerciseError
 
 
 def _digest(course_dir: Path, chapter: str, student: str) -> str:
@@ -24,7 +24,7 @@ def _digest(course_dir: Path, chapter: str, student: str) -> str:
     digest = hashlib.sha256()
     folder = course_dir / "submitted" / student / chapter
     paths = sorted(p for p in folder.rglob("*") if p.is_file())
-    paths += [course_dir / "source" / chapter / f"{chapter}.ipynb", *sorted(Path(__file__).parent.glob("*.py"))]
+    paths += [course_dir / "source" / chapter / f"{chapter}.ipynb", *sorted(Path(__file__).parents[1].rglob("*.py"))]
     for path in paths:
         digest.update(str(path.name).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -35,8 +35,8 @@ def preflight(course_dir: Path, chapter: str) -> str:
     sandbox's self-check (bwrap_problem) names what is broken when it can. Returns the socket of the warm trusted
     server it graded with ('' if none), which the workers on this machine share."""
 
-    from tools.classroom import warm
-    from tools.classroom.execute import SandboxedExecute
+    from tools.classroom.nbgrader.execute import SandboxedExecute
+    from tools.classroom.policy import warm
 
     source = nbformat.read(course_dir / "source" / chapter / f"{chapter}.ipynb", as_version=4)
     report, crash, server = {"stopped": None}, None, ""
@@ -103,7 +103,7 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
     for result in _results(tasks, workers, scheduler):
         record = Record(**result["record"])
         if result["notebook"] is not None:  # only the coordinator writes the gradebook
-            from tools.classroom.cluster import save_graded
+            from tools.classroom.run.cluster import save_graded
 
             failure = save_graded(course_dir, chapter, record.student, result["notebook"])
             if failure:
@@ -129,7 +129,7 @@ def _progress_bar(total: int, chapter: str, shown: bool):
 
 def _results(tasks: list[dict], workers: int, scheduler: str | None):
     """Each task's result as it finishes: in this process for one local worker, else on Dask; Ctrl-C stops all."""
-    from tools.classroom import cluster
+    from tools.classroom.run import cluster
 
     if not tasks:
         return

@@ -9,22 +9,23 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tools.classroom import frames, handles, sandbox, warm
-from tools.classroom.sandbox import MEMORY_LIMIT_MB
+from tools.classroom.policy import handles, sandbox, warm
+from tools.classroom.policy.sandbox import MEMORY_LIMIT_MB
+from tools.classroom.protocol import frames
+from tools.classroom.protocol.frames import REPLY_CAP
 from tools.environment import ROOT
 
-KERNEL_SIDE = ("wire.py", "kernel_side.py")
-REPLY_CAP = 512 * 1024 * 1024  # bytes of one reply from the kernel (JSON and tensors)
+KERNEL_SIDE = ("wire.py", "kernel_side.py")  # in tools/classroom/protocol
+PROTOCOL = Path(__file__).parents[1] / "protocol"
 
 
 def kernel_cell(request_path: Path, stem: Path) -> str:
     """The hidden cell that answers one request in the student's kernel (wire.py and kernel_side.py as text)."""
-    source = "\n".join((Path(__file__).parent / name).read_text() for name in KERNEL_SIDE)
+    source = "\n".join((PROTOCOL / name).read_text() for name in KERNEL_SIDE)
     return (f"__grader = {{'__name__': '__grader__'}}\nexec({source!r}, __grader)\n"
             f"__grader['serve'](globals(), {str(request_path)!r}, {str(stem)!r})\ndel __grader\n")
 
@@ -33,25 +34,33 @@ def _failed(ename: str, why: str) -> dict:
     return {"status": "visible", "ename": ename, "evalue": why, "traceback": [f"{ename}: {why}"]}
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    """Write a file the student's kernel cannot have redirected: never through a link it left there."""
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as file:
-        file.write(data)
-
-
-def _read_plain(path: Path) -> bytes:
-    """A regular file's bytes, up to the cap, not through a link; removed after reading."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > REPLY_CAP:
-            raise OSError(f"not a regular file under the cap of {REPLY_CAP} bytes")
-        data = file.read(REPLY_CAP + 1)
-    path.unlink()
-    if len(data) > REPLY_CAP:
-        raise OSError(f"over the cap of {REPLY_CAP} bytes")
+def _read_reply(stem: Path) -> list[bytearray]:
+    """The reply's two files (JSON, tensors): regular files, not links, REPLY_CAP bytes together, checked before a
+    byte is read or a buffer made; removed after reading. OSError if they are not, or grew meanwhile."""
+    paths = [stem.with_suffix(suffix) for suffix in (".json", ".safetensors")]
+    fds = []
+    try:
+        for path in paths:
+            fds.append(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
+        infos = [os.fstat(fd) for fd in fds]
+        sizes = [info.st_size for info in infos]
+        if not all(stat.S_ISREG(info.st_mode) for info in infos) or sum(sizes) > REPLY_CAP:
+            raise OSError(f"not two regular files of {REPLY_CAP} bytes at most together (sizes {sizes})")
+        if any(info.st_size > (1 << 16) and info.st_blocks * 512 < info.st_size for info in infos):
+            raise OSError("a sparse reply file: its size is not written (the student's memory would not pay for it)")
+        data = []
+        for fd, size in zip(fds, sizes, strict=True):
+            buffer, done = bytearray(size), 0
+            while done < size and (got := os.readv(fd, [memoryview(buffer)[done:]])):
+                done += got
+            if done != size or os.read(fd, 1):  # the student's code still writing: not a reply
+                raise OSError("a reply file changed while it was read")
+            data.append(buffer)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    for path in paths:
+        path.unlink()
     return data
 
 
@@ -68,7 +77,7 @@ class TrustedTests:
         self.process, self.setup, self.setup_result, self.setup_deadline = None, None, None, 0.0
         self.server, self.connection, self.fds = server, None, (-1, -1)  # (from it, to it)
         self.refused = ""  # why the warm server given was refused (not the grader's), if it was
-        self.scratch = Path(tempfile.mkdtemp(prefix="grading-tests-"))
+        self.scratch = sandbox.private_folder("grading-tests-")
         self.calls = 0
 
     def start(self, setup: str, timeout: float) -> None:
@@ -77,7 +86,7 @@ class TrustedTests:
         self.setup_deadline = time.monotonic() + timeout
         if self.server:
             try:  # the server's folder, socket and process are checked first: not one another user put there
-                self.connection = handles.connect(self.server, warm.trusted_owner(Path(self.server).parent), 10)
+                self.connection = warm.connect_trusted(self.server, 10)
                 self.fds = (self.connection.fileno(), self.connection.fileno())
                 frames.send(self.fds[1], {"op": "fork", "setup": setup})
                 return
@@ -88,7 +97,7 @@ class TrustedTests:
                 pass
             self.close(keep_scratch=True)
         command = sandbox.bwrap_command(self.scratch, self.memory_mb, read_only=[ROOT / "tools"])
-        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted"],
+        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.protocol.trusted"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.fds = (self.process.stdout.fileno(), self.process.stdin.fileno())
         frames.send(self.fds[1], {"op": "setup", "source": setup})
@@ -123,7 +132,11 @@ class TrustedTests:
                 message = frames.receive(inp, deadline)
                 if message.get("op") == "result":
                     return message
-                frames.send(out, self._relay(message, deadline))
+                reply = self._relay(message, deadline)
+                if type(reply) is list:
+                    frames.send_parts(out, reply)
+                else:
+                    frames.send(out, reply)
         except (frames.FrameError, OSError) as error:
             self.close(keep_scratch=True)  # a new process for the next test cell
             if time.monotonic() >= deadline:
@@ -131,20 +144,22 @@ class TrustedTests:
                         "timed_out": True}
             return _failed("GradingError", f"the grader's test process stopped ({error})")
 
-    def _relay(self, message: dict, deadline: float) -> dict:
+    def _relay(self, message: dict, deadline: float) -> dict | list[bytes]:
         """Run one request in the student's kernel; the reply's bytes, unread by this process."""
         self.calls += 1
         request, stem = self.kernel_scratch / "grader-request.pkl", self.kernel_scratch / f"grader-reply-{self.calls}"
-        _write_new(request, base64.b64decode(str(message.get("request", ""))))
+        handles.write_private(self.kernel_scratch, request.name, base64.b64decode(str(message.get("request", ""))),
+                              sandbox.sandbox_uid(self.kernel_scratch))  # 0600, the kernel's; never through a link
         problem = self.run_in_kernel(kernel_cell(request, stem), deadline - time.monotonic() - 1)  # time to reply
         if problem:
             return {"op": "reply", "error": problem}
         try:
-            data = [base64.b64encode(_read_plain(stem.with_suffix(suffix))).decode()
-                    for suffix in (".json", ".safetensors")]
+            data = _read_reply(stem)
         except OSError as error:
             return {"op": "reply", "error": f"the student's kernel wrote no answer the grader can read ({error})"}
-        return {"op": "reply", "json": data[0], "tensors": data[1]}
+        # base64 has no character JSON escapes: the frame is written in parts, each reply file's base64 once
+        text, tensors = (base64.b64encode(part) for part in data)
+        return [b'{"op": "reply", "json": "', text, b'", "tensors": "', tensors, b'"}']
 
     def close(self, keep_scratch: bool = False) -> None:
         """Stop the process (it holds no state worth keeping); remove its scratch folder unless told to keep it."""
@@ -159,8 +174,7 @@ class TrustedTests:
             self.connection.close()
             self.connection, self.setup_result = None, None
             if type(pid) is int:
-                with contextlib.suppress(OSError), handles.connect(
-                        self.server, warm.trusted_owner(Path(self.server).parent), 10) as link:
+                with contextlib.suppress(OSError), warm.connect_trusted(self.server, 10) as link:
                     frames.send(link.fileno(), {"op": "kill", "pid": pid})
         self.fds = (-1, -1)
         if not keep_scratch:

@@ -1,8 +1,9 @@
 """The trusted test process: the setup's source, then each test cell, with the student's values bound as plain data.
 
-Run as `python -m tools.classroom.trusted` in its own sandbox by tools/classroom/relay.py; it never runs student
-code. A student function is a `Remote`: calling it asks the grader to run it in the student's kernel, with the
-arguments pickled (pickle goes to the untrusted side only) and the result read back as plain data (wire.decode).
+Run as `python -m tools.classroom.protocol.trusted` in its own sandbox by tools/classroom/policy/relay.py; it never
+runs student code. A student function is a `Remote`: calling it asks the grader to run it in the student's kernel,
+with the arguments pickled (pickle goes to the untrusted side only) and the result read back as plain data
+(wire.decode).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import sys
 import time
 import traceback
 
-from tools.classroom import frames
-from tools.classroom.wire import Handle, WireError, decode
+from tools.classroom.protocol import frames
+from tools.classroom.protocol.wire import Handle, WireError, decode
 
 HIDDEN_NOTE = "a hidden check failed"
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"

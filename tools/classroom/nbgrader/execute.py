@@ -4,30 +4,38 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
 from jupyter_core.utils import run_sync
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
 
-from tools.classroom import handles
-from tools.classroom.cgroups import oom_kills
-from tools.classroom.policy import POLICY
-from tools.classroom.relay import TrustedTests
-from tools.classroom.sandbox import MEMORY_LIMIT_MB, kernel_manager_class, memory_cap, process_cap, release
-from tools.classroom.trusted import is_test
-from tools.classroom.warm import find_zygote
+from tools.classroom.policy import handles
+from tools.classroom.policy.cgroups import oom_kills
+from tools.classroom.policy.policy import POLICY
+from tools.classroom.policy.relay import TrustedTests
+from tools.classroom.policy.sandbox import (
+    MEMORY_LIMIT_MB,
+    MESSAGE_CAP,
+    kernel_manager_class,
+    memory_cap,
+    private_folder,
+    process_cap,
+    release,
+)
+from tools.classroom.policy.warm import find_zygote
+from tools.classroom.protocol.trusted import is_test
 
 SLOW_CELLS = ("install", "setup")  # loading torch, transformers and the checkpoint
 NOTEBOOK_LIMIT = POLICY.notebook_s  # seconds for the whole notebook, its test cells included
 STARTUP_LIMIT = POLICY.startup_s  # seconds for the sandboxed kernel to start and answer
 CELL_OUTPUT_CAP = POLICY.cell_output  # characters of output one cell keeps
 NOTEBOOK_OUTPUT_CAP = POLICY.notebook_output  # characters of output the whole notebook keeps
+OUTPUT_LOST = (f"the cell's output stopped: a message over the grader's cap of {MESSAGE_CAP} bytes is dropped "
+               "unread")
 ERROR_CAP = 10_000  # characters of an error's message, and of each line of its traceback
 
 
@@ -72,9 +80,8 @@ class SandboxedExecute(Execute):
             scratch = handles.make_folder(Path(zygote).parent / "kernels", 0, "grading-") if zygote else None
         except OSError as error:
             zygote, no_zygote, scratch = "", f"a fresh kernel: {error}", None
-        if scratch is None:
-            scratch = Path(tempfile.mkdtemp(prefix="grading-"))
-            scratch.chmod(0o755)
+        if scratch is None:  # in a private run folder of its own, not listable by anyone else
+            scratch = private_folder("grading-")
         self.kernel_manager_class = kernel_manager_class(scratch, self.memory_mb, zygote)
         report = {"stopped": None, "timeouts": [], "not_graded": [], "seconds": {}, "truncated": [],
                   "process_cap": process_cap(scratch)[1], "kernel": "forked" if zygote else "fresh",
@@ -103,7 +110,7 @@ class SandboxedExecute(Execute):
             return ""
         from nbgrader.coursedir import CourseDirectory
 
-        from tools.classroom import warm
+        from tools.classroom.policy import warm
 
         course = CourseDirectory(config=self.config)
         source = Path(course.format_path(course.source_directory, ".", ids["assignment"])) / f"{ids['notebook']}.ipynb"
@@ -172,62 +179,64 @@ class SandboxedExecute(Execute):
                 f"{where}")
 
     def _run(self, nb, resources, km, report, started) -> None:
-        NotebookClient.__init__(self, nb, km)  # as nbconvert's ExecutePreprocessor.preprocess does
-        self.reset_execution_trackers()
-        self._check_assign_resources(resources)
-        stopped, last, self._dead, count = None, "the kernel's start", False, 0
+        self._stopped, self._last, self._dead, self._count = None, "the kernel's start", False, 0
         setup = next((cell.source for cell in nb.cells if _grade_id(cell) == "setup"), "")
         self._tests.start(setup, self.setup_timeout)  # the trusted copy of the setup runs beside the notebook
         # The kernel is killed at the end, not asked to shut down: its sandbox (bwrap --die-with-parent, its own
         # pid namespace) dies with it, and nothing in it is worth a polite exit (1.5-2.5 s each).
         self.shutdown_kernel = "immediate"
-        with self.setup_kernel():
-            self.nb.metadata["language_info"] = self.wait_for_reply(self.kc.kernel_info())["content"][
-                "language_info"]
-            for index, cell in enumerate(self.nb.cells):
-                if cell.cell_type != "code":
-                    continue
-                grade_id, self._index = _grade_id(cell), index
-                left = self.notebook_timeout - (time.monotonic() - started)
-                if stopped is None and left <= 0:
-                    stopped = f"the notebook ran past its limit of {self.notebook_timeout} s"
-                if stopped is not None:
-                    _not_graded(cell, stopped)
-                    report["not_graded"].append(grade_id)
-                    continue
-                tick = time.monotonic()
-                if is_test(cell):
-                    result = self._tests.run(grade_id, cell.source, min(self.cell_timeout, left),
-                                             self.setup_timeout)
-                    _test_outputs(cell, result)
-                    count += 1
-                    cell.execution_count = count
-                    report["seconds"][grade_id] = round(time.monotonic() - tick, 2)
-                    if result.get("timed_out") and grade_id not in report["timeouts"]:
-                        report["timeouts"].append(grade_id)
-                    if self._dead:  # this cell's checks did not finish: it is not graded, like those after it
-                        stopped = self._death(f"while {grade_id} called the student's code")
-                        _not_graded(cell, stopped)
-                        report["not_graded"].append(grade_id)
-                    continue
-                limit = self.setup_timeout if grade_id in SLOW_CELLS else self.cell_timeout
-                self.timeout = int(max(1, min(limit, left)))
-                try:
-                    self.preprocess_cell(cell, resources, index)
-                    run_sync(self._async_check_alive)()
-                except DeadKernelError:
-                    stopped = self._death(f"in cell {grade_id or index} or just before it, in {last}")
-                    if not any(out.get("output_type") == "error" for out in cell.outputs):
-                        _not_graded(cell, stopped)
-                    report["not_graded"].append(grade_id)
-                    continue
-                count = max(count, cell.get("execution_count") or 0)
-                report["seconds"][grade_id or str(index)] = round(time.monotonic() - tick, 2)
-                last = grade_id or str(index)
-                if any(out.get("ename") == "CellTimeoutError" for out in cell.outputs):
-                    report["timeouts"].append(grade_id)
-                    if self._run_in_kernel("pass", 15):  # interrupted, or deaf to interrupts?
-                        stopped = f"the kernel did not answer after cell {grade_id} ran past its time limit"
-        report["stopped"] = stopped
-        self.set_widgets_metadata()
+        super().preprocess(nb, resources, km)  # nbconvert's: the client reset, the kernel, each cell through here
+        report["stopped"] = self._stopped
 
+    def preprocess_cell(self, cell, resources, index):
+        """One cell: a test cell in the trusted process, any other in the kernel, under the time left; none after
+        the notebook stopped (out of time, or its kernel died)."""
+        report, started = self._report, self._started
+        if cell.cell_type != "code":
+            return cell, resources
+        grade_id, self._index = _grade_id(cell), index
+        left = self.notebook_timeout - (time.monotonic() - started)
+        if self._stopped is None and left <= 0:
+            self._stopped = f"the notebook ran past its limit of {self.notebook_timeout} s"
+        if self._stopped is not None:
+            _not_graded(cell, self._stopped)
+            report["not_graded"].append(grade_id)
+            return cell, resources
+        tick = time.monotonic()
+        if is_test(cell):
+            result = self._tests.run(grade_id, cell.source, min(self.cell_timeout, left), self.setup_timeout)
+            _test_outputs(cell, result)
+            self._count += 1
+            cell.execution_count = self._count
+            report["seconds"][grade_id] = round(time.monotonic() - tick, 2)
+            if result.get("timed_out") and grade_id not in report["timeouts"]:
+                report["timeouts"].append(grade_id)
+            if self._dead:  # this cell's checks did not finish: it is not graded, like those after it
+                self._stopped = self._death(f"while {grade_id} called the student's code")
+                _not_graded(cell, self._stopped)
+                report["not_graded"].append(grade_id)
+            return cell, resources
+        limit = self.setup_timeout if grade_id in SLOW_CELLS else self.cell_timeout
+        self.timeout = int(max(1, min(limit, left)))
+        try:
+            super().preprocess_cell(cell, resources, index)
+            if not run_sync(self.kc.is_alive)():  # a kernel that died after its reply: what nbclient checks too
+                raise DeadKernelError("Kernel died")
+        except CellTimeoutError:  # its output stopped: a message over MESSAGE_CAP is dropped by the socket
+            cell.outputs.append(NotebookNode(output_type="error", ename="OutputCapError", evalue=OUTPUT_LOST,
+                                             traceback=[f"OutputCapError: {OUTPUT_LOST}"]))
+            report["truncated"].append(index)
+        except DeadKernelError:
+            self._stopped = self._death(f"in cell {grade_id or index} or just before it, in {self._last}")
+            if not any(out.get("output_type") == "error" for out in cell.outputs):
+                _not_graded(cell, self._stopped)
+            report["not_graded"].append(grade_id)
+            return cell, resources
+        self._count = max(self._count, cell.get("execution_count") or 0)
+        report["seconds"][grade_id or str(index)] = round(time.monotonic() - tick, 2)
+        self._last = grade_id or str(index)
+        if any(out.get("ename") == "CellTimeoutError" for out in cell.outputs):
+            report["timeouts"].append(grade_id)
+            if self._run_in_kernel("pass", 15):  # interrupted, or deaf to interrupts?
+                self._stopped = f"the kernel did not answer after cell {grade_id} ran past its time limit"
+        return cell, resources

@@ -6,11 +6,11 @@ import html
 import shutil
 from pathlib import Path
 
-from tools.classroom.export import gradebook_rows
-from tools.classroom.hide import GRADED, not_graded_text
-from tools.classroom.nbconfig import nbgrader_config
-from tools.classroom.records import real_error
-from tools.classroom.schema import ExerciseError
+from tools.classroom.nbgrader.hide import GRADED, not_graded_text
+from tools.classroom.nbgrader.nbconfig import nbgrader_config
+from tools.classroom.nbgrader.records import real_error
+from tools.classroom.run.export import gradebook_rows
+from tools.exercises.schema import ExerciseError
 
 PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{chapter}: not graded</title></head>

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.book_sync import BOOK_DIR
-from tools.classroom.schema import EXERCISES_DIR, Chapter, Exercise, ExerciseError, Test, byline, load_chapters
 from tools.environment import ROOT, venv_environment
+from tools.exercises.book_sync import BOOK_DIR
+from tools.exercises.schema import EXERCISES_DIR, Chapter, Exercise, ExerciseError, Test, byline, load_chapters
 
 COURSE_DIR = ROOT / "_build" / "assignments"
 COURSE_ID = "bert-first-vectors"
@@ -124,7 +124,7 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
 # Student code runs in the book's sandbox (bubblewrap), even under plain `nbgrader autograde`: see book/teachers.md.
 # A student who deletes a test cell gets it back (with a note) and is graded on it, instead of losing its points.
 try:
-    from tools.classroom.classgrade import configure
+    from tools.classroom.run.classgrade import configure
 except ModuleNotFoundError as error:
     raise SystemExit("nbgrader_config.py: the book's grader is not importable here; from the book's checkout run "
                      "`python -m tools.classroom nbgrader --course-dir " + HERE + " <nbgrader command>`") from error
@@ -145,29 +145,6 @@ def gradebook_url(course_dir: Path | str) -> str:
     """nbgrader's db_url of a course: $BERT_BOOK_GRADEBOOK_URL where set, else the course's own SQLite file."""
     # several graders share the SQLite file: each waits for its lock (300 s) instead of failing
     return os.environ.get(GRADEBOOK_URL) or f"sqlite:///{Path(course_dir) / 'gradebook.db'}?timeout=300"
-
-
-def alembic_head() -> str:
-    """The revision nbgrader stamps on a new gradebook, read here (nbgrader runs `alembic heads`: 2 CPU s)."""
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import ALEMBIC_DIR
-
-    config = Config()
-    config.set_main_option("script_location", ALEMBIC_DIR)
-    return ScriptDirectory.from_config(config).get_current_head()
-
-
-def nbgrader_main(course_dir: Path | str, args: list[str]) -> int:
-    """nbgrader's command line in the course directory (its nbgrader_config.py applies), the grader importable."""
-    from nbgrader.apps.nbgraderapp import NbGraderApp
-
-    os.chdir(course_dir)  # sys.path keeps the checkout that `python -m tools.classroom` was started from
-    try:
-        NbGraderApp.launch_instance(argv=list(args))
-    except SystemExit as stop:
-        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-    return 0
 
 
 def run_nbgrader(course_dir: Path | str, *args: str, check: bool = True) -> subprocess.CompletedProcess:

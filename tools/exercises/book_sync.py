@@ -6,8 +6,8 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.schema import EXERCISES_DIR, KINDS, Chapter, ExerciseError, byline, load_chapters
 from tools.environment import ROOT
+from tools.exercises.schema import EXERCISES_DIR, KINDS, Chapter, ExerciseError, byline, load_chapters
 
 BOOK_DIR = ROOT / "book"
 TEACHERS_PAGE = BOOK_DIR / "teachers.md"

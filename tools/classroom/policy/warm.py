@@ -1,6 +1,6 @@
 """A warm trusted server per machine: the course's setup run once in its sandbox, then forked per submission.
 
-The server is `python -m tools.classroom.trusted --server SOCKET` in a bwrap sandbox of its own, started by the
+The server is `python -m tools.classroom.protocol.trusted --server SOCKET` in a bwrap sandbox of its own, started by the
 coordinator for its preflight and shared by the Dask workers on its machine (a worker on another machine starts its
 own), or by plain `nbgrader autograde`. It never runs student code: each fork serves one submission's test cells,
 with the student's values as plain data, exactly as a fresh trusted process would after running the setup, and is
@@ -25,14 +25,17 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom import cgroups, frames, handles, sandbox
-from tools.classroom.trusted import is_test
+from tools.classroom.policy import cgroups, handles, sandbox
+from tools.classroom.protocol import frames
+from tools.classroom.protocol.trusted import is_test
 from tools.environment import ROOT
 
 SETUP_LIMIT = 300  # seconds for the server's one run of the setup
 SERVER_MEMORY_FACTOR = 4  # the server and its forks (a submission's test cells each) together: 4 kernels' cap
+ZYGOTE = "zygote"  # the kernel zygote's folder in a run's folder: its socket, its kernels' folders
 ZYGOTE_KERNELS = 4  # the zygote's kernels' folders share a tmpfs of this many sandboxes' scratch_mb
-TRUSTED_FOLDERS = "grading-trusted-"  # the trusted servers' folders, each with its socket
+TRUSTED_FOLDERS = "grading-trusted-"  # a trusted server's folder, with its socket, inside its run's folder
+RUN_FOLDERS = cgroups.RUN_FOLDERS  # /tmp/grading-run-<random>: the grader's, 0700; a server's and its zygote's
 _SERVERS: dict[str, TrustedServer] = {}  # setup source -> this process's server for it
 
 
@@ -41,12 +44,15 @@ class TrustedServer:
 
     def __init__(self, setup: str, preload: tuple[str, ...] = (), memory_mb: int = sandbox.MEMORY_LIMIT_MB):
         _remove_stale()
-        self.scratch = Path(tempfile.mkdtemp(prefix=TRUSTED_FOLDERS))
+        # One private folder (mkdtemp: a random name, made 0700 for this uid alone) holds the server's folder and
+        # its zygote's: nobody else can make, swap or name anything inside it.
+        self.run = Path(tempfile.mkdtemp(prefix=RUN_FOLDERS))
+        self.scratch = Path(tempfile.mkdtemp(prefix=TRUSTED_FOLDERS, dir=self.run))
         self.socket = self.scratch / "trusted.sock"
-        self.zygote = KernelZygote(self.scratch, setup)  # it imports while the setup runs here
+        self.zygote = KernelZygote(self.run / ZYGOTE, setup)  # it imports while the setup runs here
         command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"],
                                         group_mb=SERVER_MEMORY_FACTOR * memory_mb)  # its forks share its group
-        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.trusted", "--server",
+        self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.protocol.trusted", "--server",
                                          str(self.socket)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL)
         try:
@@ -72,22 +78,23 @@ class TrustedServer:
         self.zygote.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
         sandbox.release(self.scratch)
+        shutil.rmtree(self.run, ignore_errors=True)
 
 
 class KernelZygote:
     """The student kernels' zygote (zygote.py) beside a trusted server, where the grader is root; else none."""
 
-    def __init__(self, trusted: Path, setup: str):
-        self.folder, self.process = _zygote_folder(trusted), None
+    def __init__(self, folder: Path, setup: str):
+        self.folder, self.process = folder, None
         try:
-            self.folder.mkdir(mode=0o700)  # made here, or no zygote: a folder someone else made first is not ours
+            self.folder.mkdir(mode=0o700)  # in the run's private folder: made here, by the grader, and handed over
         except OSError:
             self.folder = None
             return
         (self.folder / "kernels").mkdir(mode=0o755)
         # One tmpfs for all its kernels' folders (a mount made later would not reach the zygote's namespace): the
         # host's disk is never written; each kernel's share is charged to its memory cgroup, each file to file_mb.
-        sandbox.size_folder(self.folder / "kernels", ZYGOTE_KERNELS * sandbox.POLICY.scratch_mb)
+        sandbox.size_folder(self.folder / "kernels", ZYGOTE_KERNELS * sandbox.POLICY.scratch_mb, "0755")
         try:
             command = sandbox.zygote_command(self.folder, _imported(setup))
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -120,12 +127,30 @@ def trusted_owner(folder: Path) -> int:
     return os.geteuid() if uid is None else uid
 
 
+def run_folder(trusted_socket: str | Path) -> Path:
+    """The run's folder of a trusted server's socket (<run>/<server's folder>/trusted.sock), once it is checked: the
+    grader's own, 0700; nothing in it can then be another user's. Refused (an OSError) otherwise."""
+    run = Path(trusted_socket).parent.parent
+    if not run.name.startswith(RUN_FOLDERS):
+        raise handles.Refused(f"{trusted_socket} is not in a grader's run folder ({RUN_FOLDERS}...)")
+    handles.check_ancestors(run)
+    handles.check_folder(run, os.geteuid(), private=True)
+    return run
+
+
+def connect_trusted(trusted_socket: str | Path, timeout: float) -> socket.socket:
+    """A connection to the trusted server at `trusted_socket` after its run's folder, its folder, its socket and the
+    process listening there are checked (handles.py)."""
+    run_folder(trusted_socket)
+    return handles.connect(trusted_socket, trusted_owner(Path(trusted_socket).parent), timeout)
+
+
 def trusted_problem(trusted_socket: str) -> str:
     """'' if the trusted server at `trusted_socket` is one this machine's grader made and it listens; else why not."""
     if not trusted_socket:
         return "no trusted server"
     try:
-        handles.connect(trusted_socket, trusted_owner(Path(trusted_socket).parent), timeout=10).close()
+        connect_trusted(trusted_socket, timeout=10).close()
     except OSError as error:
         return f"refused the trusted server at {trusted_socket}: {error}"
     return ""
@@ -135,17 +160,20 @@ def find_zygote(trusted_socket: str) -> tuple[str, str]:
     """(socket, '') of the kernel zygote beside the trusted server at `trusted_socket`; ('', '') where none runs
     (no warm server, not root); ('', why) where one was found but refused, or its fork guard tripped.
 
-    Both folders are checked before anything is made in them: the trusted server's is its sandbox uid's, the zygote's
-    is root's (it runs as root), each writable by its owner only; the zygote's socket is root's, and so is its peer.
+    The run's folder is the grader's and 0700, so the zygote's folder in it (<run>/zygote) is the one the server's
+    maker made, not a name anyone else could have taken; it is checked all the same (root's, writable by root
+    only), and so are its socket and the process listening there.
     """
     folder = Path(trusted_socket).parent
     if not trusted_socket or os.geteuid() != 0 or sandbox.sandbox_uid(folder) is None:
         return "", ""
-    path = _zygote_folder(folder) / "zygote.sock"
-    if not path.parent.exists() and not path.parent.is_symlink():  # none started (or it failed): a fresh kernel
-        return "", ""
+    path = folder.parent / ZYGOTE / "zygote.sock"
     try:
+        run_folder(trusted_socket)
         handles.check_folder(folder, trusted_owner(folder))
+        if not path.parent.exists() and not path.parent.is_symlink():  # none started (or it failed): a fresh kernel
+            return "", ""
+        handles.check_folder(path.parent, 0)
         handles.check_folder(path.parent / "kernels", 0)
         with handles.connect(path, 0, timeout=10) as zygote:
             with contextlib.suppress(OSError):  # an unfit zygote answers, and hangs up, without reading
@@ -163,11 +191,6 @@ def find_zygote(trusted_socket: str) -> tuple[str, str]:
 def zygote_socket(trusted_socket: str) -> str:
     """The socket of the kernel zygote beside the trusted server at `trusted_socket`, if it passes its checks, or ''."""
     return find_zygote(trusted_socket)[0]
-
-
-def _zygote_folder(trusted: Path) -> Path:
-    """The kernel zygote's folder (its socket, its kernels' folders), named after its trusted server's."""
-    return trusted.with_name(trusted.name.replace(TRUSTED_FOLDERS, cgroups.ZYGOTE_FOLDERS))
 
 
 def _imported(source: str) -> list[str]:
@@ -193,19 +216,19 @@ def _knock(path: str) -> OSError | None:
 
 
 def _remove_stale() -> None:
-    """Remove the folders of servers and kernel zygotes that are gone (a stopped Dask worker runs no exit handler):
-    nothing listens on their sockets."""
-    temporary = Path(tempfile.gettempdir())
-    for path in [*temporary.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"),
-                 *temporary.glob(f"{cgroups.ZYGOTE_FOLDERS}*/zygote.sock")]:
-        owner = trusted_owner(path.parent) if path.name == "trusted.sock" else 0
-        try:  # a folder another user made is never this grader's to remove (nor one removed meanwhile)
-            handles.check_socket(path, owner)
-        except OSError:
-            continue
-        if isinstance(_knock(str(path)), ConnectionRefusedError):
-            sandbox.release(path.parent / "kernels")  # a zygote's kernels' tmpfs; a server's own folder is one
-            sandbox.release(path.parent)
+    """Remove the run folders of servers that are gone (a stopped Dask worker runs no exit handler): nothing listens
+    on their sockets. Only this grader's own (0700) run folders are looked into."""
+    for run in Path(tempfile.gettempdir()).glob(f"{RUN_FOLDERS}*"):
+        for path in run.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"):
+            try:  # a folder another user made is never this grader's to remove (nor one removed meanwhile)
+                run_folder(path)
+                handles.check_socket(path, trusted_owner(path.parent))
+            except OSError:
+                continue
+            if isinstance(_knock(str(path)), ConnectionRefusedError):
+                sandbox.release(run / ZYGOTE / "kernels")  # the zygote's kernels' tmpfs; the server's own folder is one
+                sandbox.release(path.parent)
+                shutil.rmtree(run, ignore_errors=True)
 
 
 @functools.lru_cache(maxsize=16)

@@ -10,12 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools.classroom.nbconfig import nbgrader_config, scratch_url
+from tools.classroom.nbgrader.nbconfig import nbgrader_config, scratch_url
 from tools.environment import ROOT
 
 # What every grading child imports (nbgrader, nbclient, jupyter_client, nbformat: seconds): once per server.
-PRELOAD = ["tools.classroom.nbconfig", "tools.classroom.execute", "tools.classroom.hide", "nbgrader.apps",
-           "nbgrader.preprocessors", "nbconvert.preprocessors"]
+PRELOAD = ["tools.classroom.nbgrader.nbconfig", "tools.classroom.nbgrader.execute", "tools.classroom.nbgrader.hide",
+           "nbgrader.apps", "nbgrader.preprocessors", "nbconvert.preprocessors"]
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork: the child only calls it
 PR_SET_PDEATHSIG = 1
 _CONTEXT: list = []  # the forkserver context of this process, made on first use
@@ -68,10 +68,10 @@ def _forked_main(arguments: list[str], env: dict[str, str], log_path: str) -> No
 
 
 def start(arguments: list[str], env: dict[str, str], log_path: Path):
-    """Start the grading child of `python -m tools.classroom.classgrade ARGUMENTS`; a Forked or a Popen."""
+    """Start the grading child of `python -m tools.classroom.run.classgrade ARGUMENTS`; a Forked or a Popen."""
     if multiprocessing.current_process().daemon:  # a daemonic process (some Dask workers) may not fork children
         with open(log_path, "w") as log:
-            return subprocess.Popen([sys.executable, "-m", "tools.classroom.children", *arguments], cwd=ROOT,
+            return subprocess.Popen([sys.executable, "-m", "tools.classroom.run.children", *arguments], cwd=ROOT,
                                     env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                     preexec_fn=die_with_parent)
     if not _CONTEXT:

@@ -9,7 +9,7 @@ from pathlib import Path
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests
 
-from tools.classroom.records import records_dir
+from tools.classroom.nbgrader.records import records_dir
 
 HIDDEN_NOTE = "a check in this cell failed; the hidden checks are not shown in feedback"
 WITHHELD_NOTE = "[output not shown in feedback: it was written after the hidden checks ran]\n"
@@ -37,14 +37,13 @@ class HideHiddenTests(ClearHiddenTests):
     """ClearHiddenTests for feedback, every output from the first hidden check on withheld, and no 0 for what did
     not run.
 
-    The checks run in the grader's own process (tools/classroom/trusted.py), never in the student's kernel; but a
-    hidden check may call the student's function there, which then sees the check's inputs. So from the first
+    The checks run in the grader's own process (tools/classroom/protocol/trusted.py), never in the student's kernel;
+    but a hidden check may call the student's function there, which then sees the check's inputs. So from the first
     hidden check on, any output (a stash printed cells later, display data, a value in an error message) may carry
     them: such outputs become a note, and a failure only says that the cell failed, with Python's own error name.
     The cells the grading record lists as not graded (the kernel died, the notebook ran out of time) say so, with
     the record's reason, and show no score; a submission that was not graded at all gets no page from nbgrader (its
-    0/N would read as a failure): `python -m tools.classroom feedback` writes one saying why.
-    """
+    0/N would read as a failure): `python -m tools.classroom feedback` writes one saying why. """
 
     def preprocess(self, nb, resources):
         record = _record(self.config, resources)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from tools.classroom.grading import read_scores
-from tools.classroom.records import read_records
+from tools.classroom.nbgrader.grading import read_scores
+from tools.classroom.nbgrader.records import read_records
 
 COLUMNS = ("student", "status", "reason", "score", "max_score", "autograded", "max_autograded", "hand_grading",
            "flags", "not_graded_cells")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.course import COURSE_ID, gradebook_url
-from tools.classroom.schema import Chapter, ExerciseError
+from tools.exercises.course import COURSE_ID, gradebook_url
+from tools.exercises.schema import Chapter, ExerciseError
 
 
 def fill_answers(student: nbformat.NotebookNode, chapter: Chapter, answers: dict[str, str | None]) -> \

@@ -1,6 +1,6 @@
 """The kernel zygote: a course's imports done once, then a student kernel forked per submission, each sandboxed.
 
-`python -m tools.classroom.zygote serve CONFIG MODULE...` runs as root in a bwrap sandbox (warm.py
+`python -m tools.classroom.policy.zygote serve CONFIG MODULE...` runs as root in a bwrap sandbox (warm.py
 starts it beside the trusted server, where the grader is root). It imports ipykernel and the modules the setup cell
 imports, and never runs student code. For each request it forks a child that gives itself what bwrap gives a
 fresh kernel: its own mount, pid, network, IPC and UTS namespaces; a fresh /tmp, /dev/shm (each sized) and /proc;
@@ -9,7 +9,7 @@ and process limits; a new session; a clean environment; then an unprivileged uid
 and no new privileges. Only then does it start ipykernel. Its first cell finds torch, transformers and the
 helpers imported.
 
-`python -m tools.classroom.zygote connect SOCKET REQUEST` is what the kernel manager starts in place of bwrap: it
+`python -m tools.classroom.policy.zygote connect SOCKET REQUEST` is what the kernel manager starts in place of bwrap: it
 asks for a kernel, exits with the kernel's exit status, and the kernel dies when it is killed.
 """
 
@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from tools.classroom import frames, handles
+from tools.classroom.policy import handles
+from tools.classroom.protocol import frames
 from tools.environment import ROOT
 
 NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWPID, NEWNET = 0x20000, 0x2000000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
@@ -84,6 +85,7 @@ def _drop(uid: int, policy: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (policy["file_mb"] << 20, policy["file_mb"] << 20))
     resource.setrlimit(resource.RLIMIT_NPROC, (policy["processes"], policy["processes"]))
+    os.umask(0o077)  # what the kernel writes, readable by its own uid only
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
@@ -170,8 +172,9 @@ def _refused(request: dict, kernels: Path, cgroups: list[str]) -> str:
         return "the uid and the policy's limits (file_mb, memory_mb, processes, tmpfs_mb) must be positive integers"
     if request["uid"] < 1000:
         return f"uid {request['uid']} is a system user's"
-    groups = request.get("cgroups")
+    groups, own = request.get("cgroups"), f"bert-book-{Path(scratch).name}"  # cgroups.PREFIX + its folder's name
     if type(groups) is not list or not all(_plain(group) and Path(group).name == "cgroup.procs"
+                                           and Path(group).parent.name == own
                                            and str(Path(group).parent.parent) in cgroups for group in groups):
         return f"{groups!r} are not a sandbox's cgroups"
     return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -12,23 +13,30 @@ import sys
 import tempfile
 from pathlib import Path
 
+import zmq
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
-from tools.classroom import cgroups
-from tools.classroom.cgroups import cgroup_parent
-from tools.classroom.policy import POLICY, SandboxPolicy
+from tools.classroom.policy import cgroups, handles
+from tools.classroom.policy.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
 
 MEMORY_LIMIT_MB, PROCESS_LIMIT, TMPFS_MB = POLICY.memory_mb, POLICY.processes, POLICY.tmpfs_mb
+MESSAGE_CAP = 2 * POLICY.cell_output + (1 << 20)  # bytes of one ZeroMQ message part from a kernel
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
 
 
-def size_folder(folder: Path, mb: int = POLICY.scratch_mb) -> None:
+def private_folder(prefix: str) -> Path:
+    """A fresh folder for one sandbox, inside a run folder of its own (mkdtemp: a random name, 0700, the grader's):
+    never directly in /tmp, where every local user could list it or read what is left in it."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=tempfile.mkdtemp(prefix=cgroups.RUN_FOLDERS)))
+
+
+def size_folder(folder: Path, mb: int = POLICY.scratch_mb, mode: str = "0700") -> None:
     """A root grader mounts a tmpfs of `mb` MiB on the fresh, empty `folder`: what a sandbox writes there is memory
     (its cgroup's), never the host's disk. A plain user cannot: RLIMIT_FSIZE (policy.file_mb) caps each file."""
     if os.geteuid() == 0 and not os.path.ismount(folder):
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m,mode=0755,nosuid,nodev", "tmpfs", str(folder)],
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mb}m,mode={mode},nosuid,nodev", "tmpfs", str(folder)],
                        check=True, capture_output=True)
 
 
@@ -38,6 +46,9 @@ def release(folder: Path) -> None:
         subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
     shutil.rmtree(folder, ignore_errors=True)
     cgroups.release(folder)
+    if folder.parent.name.startswith(cgroups.RUN_FOLDERS):  # its own run folder (private_folder), once empty
+        with contextlib.suppress(OSError):
+            folder.parent.rmdir()
 
 
 def _kernel_reads() -> list[Path]:
@@ -126,10 +137,10 @@ def memory_cap(scratch: Path, memory_mb: int) -> tuple[list[str], str]:
     one can be made; else RLIMIT_DATA per process only, which shared memory does not count."""
     group = cgroups.memory_cgroup(scratch, memory_mb)
     if group is None:
-        return [], ("none: no memory cgroup can be made here, and a single process can take all of the machine's "
+        return [], (f"none: {cgroups.problem('memory')}; a single process can take all of the machine's "
                     f"memory (shared memory is not counted by RLIMIT_DATA {memory_mb} MiB per process); its "
                     "oom_score_adj is 1000, so the kernel's OOM killer takes it before the grader")
-    return _join(group), f"memory cgroup ({memory_mb} MiB for all its processes, no swap)"
+    return _join(group), f"memory cgroup ({memory_mb} MiB for all its processes, no swap, inside the grader's own)"
 
 
 def _join(group: Path) -> list[str]:
@@ -199,7 +210,8 @@ def bwrap_command(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, read_only: li
     if uid is not None:  # its only writable folder is its own; what it reads must be world-readable
         os.chown(scratch, uid, uid)
         inside = [*_setpriv(uid), *inside, f"--nproc={PROCESS_LIMIT}:{PROCESS_LIMIT}"]
-    first = ["sh", "-c", 'echo 1000 > /proc/self/oom_score_adj && exec "$@"', "sh"]  # inherited: the OOM killer's
+    # inherited: the OOM killer's first choice; what it writes, readable by its own uid only
+    first = ["sh", "-c", 'echo 1000 > /proc/self/oom_score_adj && umask 077 && exec "$@"', "sh"]
     return first + process_cap(scratch)[0] + memory_cap(scratch, group_mb or memory_mb)[0] + command + ["--", *inside]
 
 
@@ -211,8 +223,8 @@ def zygote_command(folder: Path, modules: list[str]) -> list[str]:
     command = _mounts(folder, [ROOT / "tools"])
     if sandbox_uid(folder) is None:
         raise OSError(f"a kernel zygote needs a root grader that can switch uids ({_drop_problem()})")
-    bound = sorted({str(parent) for parent in (cgroup_parent(), cgroups.memory_parent())
-                    if os.access(parent / "cgroup.procs", os.W_OK)})  # pids and memory: one or two hierarchies
+    # the grader's own pids and memory groups (one or two hierarchies), where the sandboxes' groups are made
+    bound = sorted({str(parent) for parent in (cgroups.parent("pids"), cgroups.parent("memory")) if parent})
     for parent in bound:
         command += ["--bind", parent, parent]
     command += _open_parents(command)  # for the kernels' uids
@@ -220,7 +232,7 @@ def zygote_command(folder: Path, modules: list[str]) -> list[str]:
     command += _closing(folder, [*AS_ROOT, "--cap-add", "CAP_SYS_ADMIN"], env)
     config = {"socket": str(folder / "zygote.sock"), "kernels": str(folder / "kernels"),
               "cgroups": bound, "kept": [str(path) for path in _kernel_reads()], "tmpfs": list(POLICY.tmpfs)}
-    return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.zygote", "serve",
+    return command + ["--", "prlimit", "--core=0", sys.executable, "-m", "tools.classroom.policy.zygote", "serve",
                       json.dumps(config), *modules]
 
 
@@ -232,7 +244,7 @@ def bwrap_problem() -> str | None:
     """None if grading can run here, else one line saying why not: the real interpreter, with the real mounts."""
     if shutil.which("bwrap") is None:
         return f"bwrap not found: {INSTALL_HINT}"
-    scratch = Path(tempfile.mkdtemp(prefix="grading-check-"))  # where execute.py puts a kernel's scratch folder
+    scratch = private_folder("grading-check-")  # where execute.py puts a kernel's scratch folder
     try:
         result = subprocess.run([*bwrap_command(scratch), sys.executable, "-c", SELF_CHECK],
                                 capture_output=True, text=True, timeout=180)
@@ -262,7 +274,7 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
         request = {"scratch": str(scratch), "connection_file": str(scratch / "kernel.json"), "uid": uid,
                    "policy": policy, "env": kernel_environment(scratch),
                    "cgroups": [str(group / "cgroup.procs") for group in groups]}
-        command = [sys.executable, "-m", "tools.classroom.zygote", "connect", zygote, json.dumps(request)]
+        command = [sys.executable, "-m", "tools.classroom.policy.zygote", "connect", zygote, json.dumps(request)]
     else:
         prefix = bwrap_command(scratch, memory_mb)
 
@@ -271,25 +283,44 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
 
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
+            # every socket of this manager (and of its client, below) drops a kernel that sends one message part
+            # over the cap, before the grader buffers it (the output caps apply after decoding)
+            self.context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_CAP)
             self.transport = "ipc"  # the kernel has no network, not even loopback: sockets are files in scratch
             self.ip = str(scratch / "kernel")
             self.connection_file = str(scratch / "kernel.json")
-            self._kernel_spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f",
-                                                 "{connection_file}"], display_name="Python 3 (sandboxed)",
-                                           language="python", interrupt_mode="message")
+
+        def client(self, **kwargs):
+            """Its client (a context of its own) with the same cap on every socket it will open."""
+            client = super().client(**kwargs)
+            client.context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_CAP)
+            return client
+
+        @property
+        def kernel_spec(self):
+            return KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                              display_name="Python 3 (sandboxed)", language="python", interrupt_mode="message")
 
         def write_connection_file(self, **kwargs):
-            super().write_connection_file(**kwargs)  # 0600: readable by the kernel's own uid only
-            uid = sandbox_uid(scratch)
-            if uid is not None:
-                os.chown(self.connection_file, uid, uid)
+            """jupyter_client writes the file by its path (unlink, then open without O_EXCL or O_NOFOLLOW): here it
+            writes into a folder of the grader's own, and the bytes go into the scratch folder through a descriptor
+            (handles.write_private), 0600 and the kernel's uid's."""
+            private = tempfile.mkdtemp(prefix="grading-connection-")  # 0700, a random name: nobody else's
+            try:
+                self.connection_file = os.path.join(private, "kernel.json")
+                super().write_connection_file(**kwargs)
+                data = Path(self.connection_file).read_bytes()
+            finally:
+                self.connection_file = str(scratch / "kernel.json")
+                shutil.rmtree(private, ignore_errors=True)
+            handles.write_private(scratch, "kernel.json", data, sandbox_uid(scratch))
 
         async def start_kernel(self, **kwargs):
             kwargs.setdefault("stdout", subprocess.DEVNULL)  # ipykernel's banner; the notebook gets the output
             kwargs.setdefault("stderr", subprocess.DEVNULL)
             if zygote:  # the caller runs here, outside any sandbox: it needs the tools package, not the notebook
                 kwargs["cwd"] = str(ROOT)
-            return await super()._async_start_kernel(**kwargs)
+            return await super().start_kernel(**kwargs)  # AsyncKernelManager's: a coroutine
 
         def format_kernel_cmd(self, extra_arguments=None):
             return command if zygote else prefix + super().format_kernel_cmd(extra_arguments)

@@ -11,10 +11,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.classroom import children
-from tools.classroom.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
-from tools.classroom.nbconfig import CELL_TIMEOUT
-from tools.classroom.records import Record, make_record, real_error
+from tools.classroom.nbgrader.execute import NOTEBOOK_LIMIT, STARTUP_LIMIT
+from tools.classroom.nbgrader.nbconfig import CELL_TIMEOUT
+from tools.classroom.nbgrader.records import Record, make_record, real_error
+from tools.classroom.run import children
 from tools.environment import venv_environment
 
 NBGRADER_OVERHEAD = 300  # seconds for nbgrader's own steps around the notebook: its start, the gradebook, writing

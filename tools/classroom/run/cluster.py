@@ -15,9 +15,10 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Unicode
 
-from tools.classroom import submission, warm
-from tools.classroom.nbconfig import nbgrader_config, scratch_url
-from tools.classroom.records import real_error
+from tools.classroom.nbgrader.nbconfig import nbgrader_config, scratch_url
+from tools.classroom.nbgrader.records import real_error
+from tools.classroom.policy import warm
+from tools.classroom.run import submission
 
 _SCRATCH: dict[tuple[str, str], Path] = {}  # (chapter, source digest) -> this worker process's scratch course
 

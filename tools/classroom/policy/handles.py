@@ -8,6 +8,7 @@ write, nobody else can swap an entry between the check and its use.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -19,16 +20,29 @@ class Refused(OSError):
     """A folder or socket that is not the one the grader made: why, in words."""
 
 
-def check_folder(path: Path | str, owner: int) -> None:
-    """Raise Refused unless `path` is a folder (not a link), owned by `owner`, that nobody else may write into
-    (OSError if there is nothing there: a server that ended)."""
+def check_folder(path: Path | str, owner: int, private: bool = False) -> None:
+    """Raise Refused unless `path` is a folder (not a link), owned by `owner`, that nobody else may write into (nor
+    enter, if `private`); OSError if there is nothing there: a server that ended."""
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode):
         raise Refused(f"{path} is not a folder (a link or a file)")
     if info.st_uid != owner:
         raise Refused(f"{path} belongs to uid {info.st_uid}, not to uid {owner}, which made it")
-    if info.st_mode & 0o022:
-        raise Refused(f"{path} has mode {stat.S_IMODE(info.st_mode):o}: others may write into it")
+    if info.st_mode & (0o077 if private else 0o022):
+        raise Refused(f"{path} has mode {stat.S_IMODE(info.st_mode):o}: others may "
+                      f"{'enter' if private else 'write into'} it")
+
+
+def check_ancestors(path: Path | str) -> None:
+    """Raise Refused unless every folder above `path` is root's or the grader's and, where others may write into it,
+    sticky (as /tmp is), and no link on the way is another user's: nobody else can swap a name on the way."""
+    for above in Path(path).parents:
+        info = os.lstat(above)
+        if info.st_uid not in {0, os.geteuid()}:
+            raise Refused(f"{above}, on the way to {path}, belongs to uid {info.st_uid}")
+        if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o002 and not info.st_mode & stat.S_ISVTX:
+            raise Refused(f"{above}, on the way to {path}, has mode {stat.S_IMODE(info.st_mode):o}: others may "
+                          "swap what lies in it")
 
 
 def check_socket(path: Path | str, owner: int) -> None:
@@ -89,3 +103,23 @@ def make_folder(parent: Path | str, owner: int, prefix: str) -> Path:
         os.close(above)
         os.close(folder)
     return parent / name
+
+
+def write_private(folder: Path | str, name: str, data: bytes, uid: int | None) -> None:
+    """Write `name` in `folder` (the grader's or `uid`'s, writable by nobody else) through a descriptor of it: made
+    afresh (O_EXCL), never through a link, 0600 and handed to `uid` by its descriptor; whatever was there is gone."""
+    fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid not in {os.geteuid(), uid} or info.st_mode & 0o022:
+            raise Refused(f"{folder} belongs to uid {info.st_uid} (mode {stat.S_IMODE(info.st_mode):o}), not to the "
+                          "grader or its sandbox alone")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=fd)  # a link is removed, never followed
+        file = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=fd)
+    finally:
+        os.close(fd)
+    with os.fdopen(file, "wb") as out:
+        if uid is not None:
+            os.fchown(out.fileno(), uid, uid)
+        out.write(data)

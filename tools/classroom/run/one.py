@@ -10,9 +10,9 @@ from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
-from tools.classroom.classgrade import CELL_TIMEOUT, grade_class
-from tools.classroom.grading import read_scores
-from tools.classroom.schema import ExerciseError
+from tools.classroom.nbgrader.grading import read_scores
+from tools.classroom.run.classgrade import CELL_TIMEOUT, grade_class
+from tools.exercises.schema import ExerciseError
 
 VERSIONS = ("torch", "transformers", "nbgrader", "nbclient", "ipykernel")
 

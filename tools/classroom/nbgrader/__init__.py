@@ -1,0 +1,1 @@
+"""nbgrader and nbclient integration: the sandboxed Execute step, its configuration, feedback, records."""

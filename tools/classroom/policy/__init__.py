@@ -1,0 +1,1 @@
+"""The sandbox: one declared policy, its two enforcers (bwrap, the kernel zygote), handles, cgroups, servers."""
