@@ -318,16 +318,30 @@ def _one_thread_run(cell: tuple) -> list[dict]:
     return run(*cell)
 
 
-def sweep(seeds=tuple(range(8)), config: PretrainConfig = PretrainConfig(), jobs: int = 1) -> dict:
+def sweep(seeds=tuple(range(8)), config: PretrainConfig = PretrainConfig(), jobs: int = 1,
+          out: Path | None = None) -> dict:
     """Every condition x seed, a seed's two conditions side by side: {"config", "held_out", "runs": {condition: {seed:
-    records}}}. Each finished run is printed as it ends."""
+    records}}}. Each finished run is printed; with `out`, the seeds finished in both conditions are written there as
+    they end, so a sweep cut short keeps its complete pairs."""
     cells = [(condition, seed, config) for seed in seeds for condition in CONDITIONS]
-    runs, begun = {condition: {} for condition in CONDITIONS}, time.time()
+    results = {"config": asdict(config), "held_out": held_out_facts(config),  # the corpus is prepared before forking
+               "runs": {condition: {} for condition in CONDITIONS}}
+    begun, runs = time.time(), results["runs"]
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         for (condition, seed, _), records in zip(cells, pool.imap(_one_thread_run, cells, chunksize=1), strict=True):
             runs[condition][str(seed)] = records
             print(f"{time.time() - begun:7.0f} s: {condition} seed {seed} done", flush=True)
-    return {"config": asdict(config), "held_out": held_out_facts(config), "runs": runs}
+            if out is not None and all(str(seed) in runs[c] for c in CONDITIONS):
+                _write(results, out)
+    return results
+
+
+def _write(results: dict, out: Path) -> None:
+    """The sweep's JSON, keeping only seeds finished in every condition."""
+    done = set.intersection(*(set(r) for r in results["runs"].values()))
+    kept = {**results, "runs": {c: {s: r for s, r in runs.items() if s in done} for c, runs in results["runs"].items()}}
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(kept, indent=1) + "\n")
 
 
 def load_pretraining_results(path: Path = RESULTS_PATH) -> dict:
@@ -342,9 +356,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=1, help="processes, one thread each")
     args = parser.parse_args(argv)
-    results = sweep(seeds=tuple(range(args.seeds)), jobs=args.jobs)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    _write(sweep(seeds=tuple(range(args.seeds)), jobs=args.jobs, out=args.out), args.out)
     print(f"wrote {args.out}")
 
 
