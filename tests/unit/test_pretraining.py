@@ -314,6 +314,7 @@ def _agrees_with_seed_0(stored: dict, again: list[dict], condition: str, measure
         got = next(r for r in again if r["step"] == step)
         for measure in measures:
             values = seed_values(stored, condition, measure, step)  # seeds in order: seed 0 first
+            print(f"{condition} {step} {measure}: {got[measure] - values[0]:+.4f}, 2 sd {2 * values.std(ddof=1):.4f}")
             # another CPU's kernels round differently and so take another training path; its distance from the
             # stored seed 0 must stay within what changing the seed does (2 sample sds over the seeds)
             assert abs(got[measure] - values[0]) <= 2 * values.std(ddof=1), (condition, measure, step)
@@ -337,7 +338,7 @@ def test_a_full_regeneration_of_seed_0_agrees_with_the_results_file():
     again = {c: run(c, 0, config) for c in ("ordered", "shuffled")}  # both conditions to the last step
     measures = ("held_out_loss_mask", "order_use", "contrast", "contrast1", "dct", "neighbour")
     for condition, records in again.items():
-        _agrees_with_seed_0(stored, records, condition, measures, (last // 3, last))
+        _agrees_with_seed_0(stored, records, condition, measures, config.checkpoints[len(config.checkpoints) // 2:])
     for measure in ("contrast", "dct"):  # the seed-0 gap keeps its sign where the file's is clear of the noise
         file_gap = (seed_values(stored, "ordered", measure, last) - seed_values(stored, "shuffled", measure, last))
         gap = again["ordered"][-1][measure] - again["shuffled"][-1][measure]
