@@ -24,7 +24,7 @@ from helpers import validation
 from helpers.pretraining_stats import table_structure
 
 __all__ = ["PretrainConfig", "sklearn_prose", "compact_tokenizer", "split_corpus", "windows", "tiny_bert",
-           "masked_lm_loss", "unigram_loss", "held_out_batches", "pretrain", "load_pretraining_results"]
+           "masked_lm_loss", "pretrain", "load_pretraining_results"]
 
 RESULTS_PATH = Path(__file__).resolve().parent / "data" / "pretrain_positions_results.json"
 CONDITIONS = ("ordered", "shuffled")

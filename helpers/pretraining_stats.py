@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from helpers import validation
 from helpers.positions import _check_table, cosine_similarity_matrix, diagonal_profile, order_properties
 
-__all__ = ["table_structure", "structure_null", "rescaled", "seed_values", "summarise_seeds", "paired_test", "holm"]
+__all__ = ["table_structure", "structure_null", "rescaled", "seed_values", "paired_test", "holm"]
 
 DCT_TERMS = 4  # the curve measure's smooth shapes: the first 4 non-constant DCT-II cosines of the row index
 
@@ -82,13 +82,6 @@ def seed_values(results: dict, condition: str, measure: str, step: int) -> np.nd
     """One measure at one step, one value per seed (seeds in numeric order)."""
     runs = results["runs"][condition]
     return np.array([next(r[measure] for r in runs[s] if r["step"] == step) for s in sorted(runs, key=int)])
-
-
-def summarise_seeds(results: dict, measure: str) -> dict[str, dict[int, tuple[float, float]]]:
-    """condition -> step -> (mean, sample sd over seeds) of one measure."""
-    steps = [r["step"] for r in next(iter(results["runs"]["ordered"].values()))]
-    return {c: {s: (float(v.mean()), float(v.std(ddof=1))) for s in steps
-                for v in [seed_values(results, c, measure, s)]} for c in results["runs"]}
 
 
 def paired_test(first, second) -> dict[str, float | bool]:

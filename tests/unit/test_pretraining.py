@@ -41,7 +41,6 @@ from helpers.pretraining_stats import (
     rescaled,
     seed_values,
     structure_null,
-    summarise_seeds,
     table_structure,
 )
 
@@ -354,13 +353,6 @@ def _fake_results(seeds=3):
                          for t in (0, 10, 20)] for s in range(seeds)}
             for c in ("ordered", "shuffled")}
     return {"config": {}, "runs": runs}
-
-
-def test_the_summary_is_numpy_s_mean_and_sample_sd_over_seeds():
-    results = _fake_results()
-    summary = summarise_seeds(results, "contrast")
-    assert summary["ordered"][20] == pytest.approx((np.mean([1.2, 2.2, 3.2]), np.std([1.2, 2.2, 3.2], ddof=1)))
-    assert summary["shuffled"][0] == pytest.approx((1.0, 1.0))
 
 
 def test_the_figures_draw_every_series():
