@@ -13,6 +13,7 @@ import functools
 import json
 import multiprocessing
 import re
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from torch.nn import functional as F
 from helpers import validation
 from helpers.pretraining_stats import table_structure
 
-__all__ = ["PretrainConfig", "sklearn_prose", "compact_tokenizer", "windows", "tiny_bert",
+__all__ = ["PretrainConfig", "sklearn_prose", "compact_tokenizer", "split_corpus", "windows", "tiny_bert",
            "masked_lm_loss", "pretrain", "load_pretraining_results"]
 
 RESULTS_PATH = Path(__file__).resolve().parent / "data" / "pretrain_positions_results.json"
@@ -42,13 +43,14 @@ class PretrainConfig:
     heads: int = 4
     length: int = 32  # L: every training sequence is [CLS] + L - 2 tokens + [SEP]
     table_rows: int = 64  # max_position_embeddings: rows L..table_rows-1 are never looked up
-    batch_size: int = 16
+    batch_size: int = 32
     lr: float = 1e-3
     weight_decay: float = 0.01  # BERT's, not on LayerNorm weights or biases (Devlin et al. 2019, appendix A.2)
     warmup: int = 50  # steps of linear warm-up to lr, then linear decay to 0 at the last checkpoint
-    checkpoints: tuple[int, ...] = (0, 50, 100, 200, 300, 500, 750, 1000)  # the last is the number of steps
+    checkpoints: tuple[int, ...] = (0, 100, 250, 500, 750, 1000)  # the last is the number of steps
     mlm_probability: float = 0.15
-    held_out_tokens: int = 32 * 30  # the end of the stream, never trained on: 32 fixed chunks for the held-out loss
+    held_out_every: int = 20  # documents 10, 30, 50, ... are held out, never trained on
+    held_out_masks: int = 3  # each held-out window is scored under this many fixed maskings
 
 
 def sklearn_prose() -> list[str]:
@@ -92,6 +94,19 @@ def compact_tokenizer(tokenizer, documents: list[str]):
     return compact, [[remap[i] for i in ids] for ids in packaged]
 
 
+def split_corpus(ids: list[list[int]], every: int = PretrainConfig.held_out_every):
+    """Documents every//2, every//2 + every, ... held out, the rest trained on: (training stream, held-out stream,
+    held-out document indices) ("The text")."""
+    every = validation.integer("every", every, minimum=2)
+    if not isinstance(ids, list) or len(ids) < every:
+        raise ValueError(f"ids must be a list of at least every={every} documents' token ids, got "
+                         f"{len(ids) if isinstance(ids, list) else type(ids).__name__}.")
+    held = list(range(every // 2, len(ids), every))
+    train = [i for doc, d in enumerate(ids) if doc % every != every // 2 for i in d]
+    return (torch.tensor(train, dtype=torch.long), torch.tensor([i for d in held for i in ids[d]], dtype=torch.long),
+            held)
+
+
 def windows(stream: torch.Tensor, starts: torch.Tensor, length: int, cls_id: int, sep_id: int) -> torch.Tensor:
     """[CLS], the length - 2 tokens of `stream` from each start, [SEP]: (len(starts), length) ("The text")."""
     length = validation.integer("length", length, minimum=3)
@@ -118,14 +133,31 @@ def tiny_bert(vocab_size: int, config: PretrainConfig = PretrainConfig(), seed: 
     return BertForMaskedLM(bert_config)
 
 
-def shuffle_tokens(batch: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Each row's tokens between [CLS] and [SEP] in a random order of their own: no order left ("The control")."""
+def shuffle_tokens(batch: torch.Tensor, generator: torch.Generator, *more: torch.Tensor):
+    """Each row's tokens between [CLS] and [SEP] in a random order of their own: no order left ("The control").
+    Tensors in `more` (e.g. the labels of a masked batch) get the same permutation; then a tuple is returned."""
     if not isinstance(batch, torch.Tensor) or batch.dim() != 2 or batch.shape[1] < 3:
         raise ValueError("batch must be a (rows, length) tensor of ids with length >= 3, got "
                          f"{tuple(batch.shape) if isinstance(batch, torch.Tensor) else type(batch).__name__}.")
-    inner = batch[:, 1:-1]  # (rows, length - 2)
-    order = torch.argsort(torch.rand(inner.shape, generator=generator), dim=1)
-    return torch.cat([batch[:, :1], inner.gather(1, order), batch[:, -1:]], dim=1)
+    if any(not isinstance(t, torch.Tensor) or t.shape != batch.shape for t in more):
+        raise ValueError(f"every tensor in more must have the batch's shape {tuple(batch.shape)}.")
+    order = torch.argsort(torch.rand(batch[:, 1:-1].shape, generator=generator), dim=1)  # (rows, length - 2)
+    permuted = [torch.cat([t[:, :1], t[:, 1:-1].gather(1, order), t[:, -1:]], dim=1) for t in (batch, *more)]
+    return tuple(permuted) if more else permuted[0]
+
+
+def unigram_loss(train: torch.Tensor, labels: torch.Tensor, vocab_size: int) -> float:
+    """Cross-entropy (nats) of the labels under the training stream's token frequencies, add-1/2 smoothed: the loss
+    of a model that knows only how often each token occurs ("Pre-training live")."""
+    vocab_size = validation.integer("vocab_size", vocab_size, minimum=1)
+    if not isinstance(train, torch.Tensor) or train.dim() != 1 or not isinstance(labels, torch.Tensor):
+        raise TypeError(f"train must be a 1-D tensor of ids and labels a tensor, got {type(train).__name__} and "
+                        f"{type(labels).__name__}.")
+    scored = labels[labels != -100]
+    if not len(scored) or int(scored.max()) >= vocab_size or int(train.max()) >= vocab_size:
+        raise ValueError(f"labels must hold at least one id and every id must be below vocab_size={vocab_size}.")
+    counts = torch.bincount(train, minlength=vocab_size).double() + 0.5
+    return float(-torch.log(counts[scored] / counts.sum()).mean())
 
 
 def masked_lm_loss(model, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -146,26 +178,24 @@ def _optimiser(model, config: PretrainConfig):
         optimiser, lambda done: min((done + 1) / warm, max(0.0, (steps - done) / max(1, steps - warm))))
 
 
-def pretrain(stream: torch.Tensor, tokenizer, config: PretrainConfig = PretrainConfig(), seed: int = 0,
-             shuffled: bool = False, stop: int | None = None):
-    """Pre-train from `seed` (up to step `stop`, same schedule), measuring the table at each checkpoint: (model,
-    records) ("Pre-training live")."""
+def pretrain(train_part: torch.Tensor, held_part: torch.Tensor, tokenizer, config: PretrainConfig = PretrainConfig(),
+             seed: int = 0, shuffled: bool = False, stop: int | None = None):
+    """Pre-train on `train_part` from `seed` (up to step `stop`, same schedule), measuring the table and the losses on
+    `held_part` at each checkpoint: (model, records) ("Pre-training live")."""
     from transformers import DataCollatorForLanguageModeling
 
-    if not isinstance(stream, torch.Tensor) or stream.dim() != 1 or len(stream) < config.held_out_tokens + 4 * (
-            config.length - 2):
-        raise ValueError(f"stream must be a 1-D tensor of ids longer than held_out_tokens={config.held_out_tokens} "
-                         f"plus a few windows, got {tuple(getattr(stream, 'shape', ())) or type(stream).__name__}.")
-    train_part, held_part = stream[: -config.held_out_tokens], stream[-config.held_out_tokens:]
+    for name, part in (("train_part", train_part), ("held_part", held_part)):
+        if not isinstance(part, torch.Tensor) or part.dim() != 1 or len(part) < 4 * (config.length - 2):
+            raise ValueError(f"{name} must be a 1-D tensor of at least 4 windows' ids, got "
+                             f"{tuple(getattr(part, 'shape', ())) or type(part).__name__}.")
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
     model = tiny_bert(len(tokenizer), config, seed)  # seeds torch's global RNG: dropout and masking draw from it
     start = model.bert.embeddings.position_embeddings.weight.detach().clone()
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm_probability)
-    held_starts = torch.arange(0, len(held_part) - config.length + 3, config.length - 2)
-    held = _held_out_batch(windows(held_part, held_starts, config.length, cls_id, sep_id), collator, shuffled)
+    held = held_out_batches(held_part, tokenizer, config)
     optimiser, schedule = _optimiser(model, config)
     batches, shuffles = (torch.Generator().manual_seed(seed + offset) for offset in (1000, 2000))
-    records = [_record(model, start, held, config, 0)]
+    records, trained = [_record(model, start, held, config, 0, [])], []
     stop = max(config.checkpoints) if stop is None else validation.integer("stop", stop, minimum=0)
     for step in range(1, stop + 1):
         starts = torch.randint(len(train_part) - config.length + 3, (config.batch_size,), generator=batches)
@@ -174,55 +204,113 @@ def pretrain(stream: torch.Tensor, tokenizer, config: PretrainConfig = PretrainC
             batch = shuffle_tokens(batch, shuffles)
         masked = collator(list(batch))
         model.train()
-        masked_lm_loss(model, masked["input_ids"], masked["labels"]).backward()
+        loss = masked_lm_loss(model, masked["input_ids"], masked["labels"])
+        loss.backward()
+        trained.append(loss.item())
         optimiser.step()
         schedule.step()
         optimiser.zero_grad()
         if step in config.checkpoints:
-            records.append(_record(model, start, held, config, step))
+            records.append(_record(model, start, held, config, step, trained[-50:]))
     return model.eval(), records
 
 
-def _held_out_batch(rows: torch.Tensor, collator, shuffled: bool) -> dict:
-    """The held-out windows masked once with a fixed seed (shuffled too for the control)."""
-    state = torch.random.get_rng_state()
-    torch.manual_seed(12345)
-    if shuffled:
-        rows = shuffle_tokens(rows, torch.Generator().manual_seed(12345))
-    batch = collator(list(rows))
-    torch.random.set_rng_state(state)  # training's random draws stay the same with or without this batch
-    return batch
+def held_out_batches(held_part: torch.Tensor, tokenizer, config: PretrainConfig = PretrainConfig()) -> dict:
+    """The held-out windows, masked `held_out_masks` times with fixed seeds, as written and with each window's tokens
+    permuted after masking (same scored tokens, same inputs, other places): {"written": batch, "permuted": batch,
+    "window": each row's window index}."""
+    from transformers import DataCollatorForLanguageModeling
+
+    starts = torch.arange(0, len(held_part) - config.length + 3, config.length - 2)
+    rows = windows(held_part, starts, config.length, tokenizer.cls_token_id, tokenizer.sep_token_id)
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm_probability)
+    state, parts = torch.random.get_rng_state(), []
+    for m in range(config.held_out_masks):
+        torch.manual_seed(12345 + m)
+        batch = collator(list(rows))
+        parts.append((batch["input_ids"], batch["labels"],
+                      *shuffle_tokens(batch["input_ids"], torch.Generator().manual_seed(12345 + m), batch["labels"])))
+    torch.random.set_rng_state(state)  # training's random draws stay the same with or without these batches
+    inputs, labels, p_inputs, p_labels = (torch.cat(t) for t in zip(*parts, strict=True))
+    return {"written": {"input_ids": inputs, "labels": labels}, "permuted": {"input_ids": p_inputs, "labels": p_labels},
+            "window": torch.arange(len(rows)).repeat(config.held_out_masks), "mask_id": tokenizer.mask_token_id}
 
 
-def _record(model, start: torch.Tensor, held: dict, config: PretrainConfig, step: int) -> dict:
-    """One checkpoint: the step, the held-out loss (eval mode), table_structure of rows 1..L-2, their movement."""
-    model.eval()
+def _token_losses(model, batch: dict, mask_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per scored token, in row order: the loss, whether its input was [MASK], its row (eval mode, no gradient)."""
+    losses, masked, rows = [], [], []
     with torch.no_grad():
-        loss = float(masked_lm_loss(model, held["input_ids"], held["labels"]))
+        for first in range(0, len(batch["labels"]), 256):
+            ids, labels = batch["input_ids"][first:first + 256], batch["labels"][first:first + 256]
+            chosen = labels != -100
+            hidden = model.bert(input_ids=ids).last_hidden_state[chosen]
+            losses.append(F.cross_entropy(model.cls(hidden), labels[chosen], reduction="none"))
+            masked.append(ids[chosen] == mask_id)
+            rows.append(chosen.nonzero()[:, 0] + first)
+    return torch.cat(losses).double(), torch.cat(masked), torch.cat(rows)
+
+
+def _record(model, start: torch.Tensor, held: dict, config: PretrainConfig, step: int, trained: list) -> dict:
+    """One checkpoint: held-out losses (all scored tokens; [MASK] inputs only) and order use, the training loss of the
+    last 50 steps, table_structure of rows 1..L-2 and their movement; per-window order use at the last step."""
+    model.eval()
+    (loss, masked, rows), (p_loss, p_masked, p_rows) = (_token_losses(model, held[k], held["mask_id"])
+                                                         for k in ("written", "permuted"))
     table = model.bert.embeddings.position_embeddings.weight.detach()
     inner = slice(1, config.length - 1)  # rows 1..L-2: [CLS] always sits at 0 and [SEP] at L - 1
     moved = torch.linalg.vector_norm((table - start)[inner].double(), dim=1).mean()
-    return {"step": step, "held_out_loss": loss, "moved": float(moved),
-            "norm": float(torch.linalg.vector_norm(table[inner].double(), dim=1).mean()),
-            **table_structure(table[inner])}
+    record = {"step": step, "held_out_loss": float(loss.mean()), "held_out_loss_mask": float(loss[masked].mean()),
+              "order_use": float(p_loss[p_masked].mean() - loss[masked].mean()),
+              "order_use_all": float(p_loss.mean() - loss.mean()),
+              "train_loss": float(sum(trained) / len(trained)) if trained else None, "moved": float(moved),
+              "norm": float(torch.linalg.vector_norm(table[inner].double(), dim=1).mean()),
+              **table_structure(table[inner])}
+    if step == max(config.checkpoints):  # per window, [MASK] inputs only: for an interval over held-out windows
+        window = held["window"]
+        n = int(window.max()) + 1
+        sums = [torch.zeros(n, dtype=torch.float64).index_add_(0, window[r[m]], x[m])
+                for x, m, r in ((loss, masked, rows), (p_loss, p_masked, p_rows))]
+        count = torch.zeros(n, dtype=torch.float64).index_add_(0, window[rows[masked]], torch.ones(int(masked.sum()),
+                                                                                                dtype=torch.float64))
+        record["window_order_use"] = [round(float(v), 5) if c else None
+                                      for v, c in zip((sums[1] - sums[0]) / count.clamp(min=1), count, strict=True)]
+    return record
 
 
 @functools.cache
-def prepared(length: int = PretrainConfig().length):
-    """The corpus's compact tokenizer and its token stream, built once per process ("The text")."""
+def prepared(every: int = PretrainConfig.held_out_every):
+    """The corpus's compact tokenizer, its training and held-out streams and the held-out documents' indices, built
+    once per process ("The text")."""
     from helpers.checkpoint import load_bert
 
     _, tokenizer = load_bert()
     compact, ids = compact_tokenizer(tokenizer, sklearn_prose())
-    return compact, torch.tensor([i for doc in ids for i in doc], dtype=torch.long)
+    return (compact, *split_corpus(ids, every))
+
+
+def held_out_facts(config: PretrainConfig = PretrainConfig()) -> dict:
+    """The held-out set's size, its documents (index, first words) and its unigram baselines in nats: on every scored
+    token, on [MASK] inputs only, and the training stream's own entropy."""
+    tokenizer, train, held_part, held_docs = prepared(config.held_out_every)
+    held = held_out_batches(held_part, tokenizer, config)["written"]
+    labels = held["labels"]
+    mask_only = torch.where(held["input_ids"] == tokenizer.mask_token_id, labels, -100)
+    frequencies = torch.bincount(train).double() / len(train)
+    docs = sklearn_prose()
+    return {"tokens": len(held_part), "windows": len(labels) // config.held_out_masks,
+            "scored": int((labels != -100).sum()), "scored_mask": int((mask_only != -100).sum()),
+            "unigram_loss": unigram_loss(train, labels, len(tokenizer)),
+            "unigram_loss_mask": unigram_loss(train, mask_only, len(tokenizer)),
+            "unigram_train": float(-(frequencies[frequencies > 0] * frequencies[frequencies > 0].log()).sum()),
+            "documents": [[i, " ".join(docs[i].split()[:6])] for i in held_docs]}
 
 
 def run(condition: str, seed: int, config: PretrainConfig = PretrainConfig(), stop: int | None = None) -> list[dict]:
     """One condition and seed of the sweep (up to step `stop`): its checkpoint records."""
     if condition not in CONDITIONS:
         raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}.")
-    tokenizer, stream = prepared(config.length)
-    return pretrain(stream, tokenizer, config, seed, shuffled=condition == "shuffled", stop=stop)[1]
+    tokenizer, train, held, _ = prepared(config.held_out_every)
+    return pretrain(train, held, tokenizer, config, seed, shuffled=condition == "shuffled", stop=stop)[1]
 
 
 def _one_thread_run(cell: tuple) -> list[dict]:
@@ -230,18 +318,30 @@ def _one_thread_run(cell: tuple) -> list[dict]:
     return run(*cell)
 
 
-def sweep(seeds=tuple(range(6)), config: PretrainConfig = PretrainConfig(), jobs: int = 1) -> dict:
-    """Every condition x seed: {"config": ..., "runs": {condition: {seed: records}}}."""
+def sweep(seeds=tuple(range(8)), config: PretrainConfig = PretrainConfig(), jobs: int = 1,
+          out: Path | None = None) -> dict:
+    """Every condition x seed, a seed's two conditions side by side: {"config", "held_out", "runs": {condition: {seed:
+    records}}}. Each finished run is printed; with `out`, the seeds finished in both conditions are written there as
+    they end, so a sweep cut short keeps its complete pairs."""
     cells = [(condition, seed, config) for seed in seeds for condition in CONDITIONS]
-    if jobs > 1:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            done = pool.map(_one_thread_run, cells, chunksize=1)
-    else:
-        done = [_one_thread_run(cell) for cell in cells]
-    runs = {condition: {} for condition in CONDITIONS}
-    for (condition, seed, _), records in zip(cells, done, strict=True):
-        runs[condition][str(seed)] = records
-    return {"config": asdict(config), "runs": runs}
+    results = {"config": asdict(config), "held_out": held_out_facts(config),  # the corpus is prepared before forking
+               "runs": {condition: {} for condition in CONDITIONS}}
+    begun, runs = time.time(), results["runs"]
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        for (condition, seed, _), records in zip(cells, pool.imap(_one_thread_run, cells, chunksize=1), strict=True):
+            runs[condition][str(seed)] = records
+            print(f"{time.time() - begun:7.0f} s: {condition} seed {seed} done", flush=True)
+            if out is not None and all(str(seed) in runs[c] for c in CONDITIONS):
+                _write(results, out)
+    return results
+
+
+def _write(results: dict, out: Path) -> None:
+    """The sweep's JSON, keeping only seeds finished in every condition."""
+    done = set.intersection(*(set(r) for r in results["runs"].values()))
+    kept = {**results, "runs": {c: {s: r for s, r in runs.items() if s in done} for c, runs in results["runs"].items()}}
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(kept, indent=1) + "\n")
 
 
 def load_pretraining_results(path: Path = RESULTS_PATH) -> dict:
@@ -253,12 +353,10 @@ def main(argv=None) -> None:
     """CLI: run the sweep and write it as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=RESULTS_PATH)
-    parser.add_argument("--seeds", type=int, default=6)
+    parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=1, help="processes, one thread each")
     args = parser.parse_args(argv)
-    results = sweep(seeds=tuple(range(args.seeds)), jobs=args.jobs)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    _write(sweep(seeds=tuple(range(args.seeds)), jobs=args.jobs, out=args.out), args.out)
     print(f"wrote {args.out}")
 
 

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from helpers import validation
 from helpers.positions import _check_table, cosine_similarity_matrix, diagonal_profile, order_properties
 
-__all__ = ["table_structure", "structure_null", "seed_values", "summarise_seeds", "paired_test", "holm"]
+__all__ = ["table_structure", "structure_null", "rescaled", "seed_values", "paired_test", "holm"]
 
 DCT_TERMS = 4  # the curve measure's smooth shapes: the first 4 non-constant DCT-II cosines of the row index
 
@@ -48,7 +48,8 @@ def table_structure(rows: torch.Tensor) -> dict[str, object]:
     pc1 = pca.transform(centred.numpy())[:, 0]
     raw = cosine_similarity_matrix(rows)
     return {"profile": [round(float(v), 5) for v in profile], "neighbour": float(profile[1]),
-            "contrast": float(near - far), "half_length": int(half), "dct": dct_share(centred.numpy()),
+            "contrast": float(near - far), "contrast1": float(profile[1] - far), "half_length": int(half),
+            "dct": dct_share(centred.numpy()),
             "pca3": float(pca.explained_variance_ratio_.sum()),
             "pc1_rho": float(abs(stats.spearmanr(pc1, np.arange(n)).statistic)),
             "raw_neighbour": float(torch.diagonal(raw, 1).mean()),
@@ -56,29 +57,31 @@ def table_structure(rows: torch.Tensor) -> dict[str, object]:
 
 
 @functools.cache
-def structure_null(rows: int, hidden: int, std: float = 0.02, draws: int = 200) -> dict[str, tuple[float, float]]:
-    """Mean and 95th percentile of every scalar table_structure measure over N(0, std^2) tables of this shape."""
+def structure_null(rows: int, hidden: int, std: float = 0.02, draws: int = 200) -> dict[str, tuple[float, ...]]:
+    """Mean, 95th percentile and sd of every scalar table_structure measure over N(0, std^2) tables of this shape."""
     rows, hidden = validation.integer("rows", rows, minimum=12), validation.integer("hidden", hidden, minimum=3)
     draws = validation.integer("draws", draws, minimum=2)
     validation.check_allocation("structure_null", (rows, hidden), 8 * 4)
     generator = torch.Generator().manual_seed(0)
     drawn = [table_structure(std * torch.randn(rows, hidden, generator=generator, dtype=torch.float64))
              for _ in range(draws)]
-    return {k: (float(np.mean([d[k] for d in drawn])), float(np.quantile([d[k] for d in drawn], 0.95)))
-            for k, v in drawn[0].items() if k != "profile"}
+    return {k: (float(np.mean(v)), float(np.quantile(v, 0.95)), float(np.std(v, ddof=1)))
+            for k in drawn[0] if k != "profile" for v in [[d[k] for d in drawn]]}
+
+
+def rescaled(value, null: tuple[float, ...], share: bool = False):
+    """A measure against its same-shape null (structure_null's triple): z = (value - mean) / sd, how many null spreads
+    above a random table; with share=True the excess share (value - mean) / (1 - mean), 0 random, 1 all of it."""
+    if len(null) != 3 or not null[2] > 0:
+        raise ValueError(f"null must be structure_null's (mean, 95th percentile, sd) with sd > 0, got {null!r}.")
+    value = np.asarray(value, dtype=float)
+    return (value - null[0]) / ((1 - null[0]) if share else null[2])
 
 
 def seed_values(results: dict, condition: str, measure: str, step: int) -> np.ndarray:
     """One measure at one step, one value per seed (seeds in numeric order)."""
     runs = results["runs"][condition]
     return np.array([next(r[measure] for r in runs[s] if r["step"] == step) for s in sorted(runs, key=int)])
-
-
-def summarise_seeds(results: dict, measure: str) -> dict[str, dict[int, tuple[float, float]]]:
-    """condition -> step -> (mean, sample sd over seeds) of one measure."""
-    steps = [r["step"] for r in next(iter(results["runs"]["ordered"].values()))]
-    return {c: {s: (float(v.mean()), float(v.std(ddof=1))) for s in steps
-                for v in [seed_values(results, c, measure, s)]} for c in results["runs"]}
 
 
 def paired_test(first, second) -> dict[str, float | bool]:
