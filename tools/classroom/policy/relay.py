@@ -20,7 +20,7 @@ from tools.classroom.protocol.frames import REPLY_CAP
 from tools.environment import ROOT
 
 KERNEL_SIDE = ("wire.py", "kernel_side.py")  # in tools/classroom/protocol
-PROTOCOL = Path(__file__).parents[1] / "protocol"
+PROTOCOL = ROOT / "tools" / "classroom" / "protocol"
 
 
 def kernel_cell(request_path: Path, stem: Path) -> str:

@@ -16,6 +16,7 @@ from tools.classroom.nbgrader.nbconfig import configure as configure  # what cou
 from tools.classroom.nbgrader.records import Record, read_records, records_dir, write_record
 from tools.classroom.policy.sandbox import bwrap_problem
 from tools.classroom.run.submission import stop_children
+from tools.environment import ROOT
 from tools.exercises.schema import ExerciseError
 
 
@@ -24,7 +25,8 @@ def _digest(course_dir: Path, chapter: str, student: str) -> str:
     digest = hashlib.sha256()
     folder = course_dir / "submitted" / student / chapter
     paths = sorted(p for p in folder.rglob("*") if p.is_file())
-    paths += [course_dir / "source" / chapter / f"{chapter}.ipynb", *sorted(Path(__file__).parents[1].rglob("*.py"))]
+    grader = sorted((ROOT / "tools" / "classroom").rglob("*.py"))
+    paths += [course_dir / "source" / chapter / f"{chapter}.ipynb", *grader]
     for path in paths:
         digest.update(str(path.name).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
