@@ -260,7 +260,7 @@ def retina_with_phone(fig: Figure, base_formatter):
         warnings.simplefilter("ignore", UserWarning)
         metadata = dict(metadata, smallest_text_px=round(smallest_text_px(fig), 2))
         phone = phone_copy(fig)
-        phone_data, phone_size = base_formatter(phone) if phone is not None else (None, None)
-    if phone is not None:
-        metadata[KEY] = dict(phone_size, png=phone_data, smallest_text_px=round(smallest_text_px(phone), 2))
+        if phone is not None:
+            phone_data, phone_size = base_formatter(phone)
+            metadata[KEY] = dict(phone_size, png=phone_data, smallest_text_px=round(smallest_text_px(phone), 2))
     return data, metadata

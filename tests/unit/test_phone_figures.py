@@ -9,6 +9,7 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from helpers import setup
@@ -81,3 +82,22 @@ def test_the_notebook_formatter_adds_a_sharp_legible_phone_png_and_prints_nothin
     assert desktop["smallest_text_px"] * PHONE_COLUMN_PX / desktop["width"] < READABLE_PX  # the old rendering fails
     assert phone["smallest_text_px"] * min(1, PHONE_COLUMN_PX / phone["width"]) >= READABLE_PX
     assert len(plt.get_fignums()) == 1  # the phone copy is no figure the inline backend would show
+
+
+def test_a_phone_copy_whose_layout_collapses_still_prints_nothing_into_the_cell():
+    """vector_strips' short strips collapse constrained layout on a phone: its warning must not reach the cell."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from helpers.plots import vector_strips
+
+    shell = InteractiveShell.instance()
+    setup()
+    rows = 0.02 * torch.randn(2, 384, generator=torch.Generator().manual_seed(0))
+    strips = {"type 0 (A)": rows[0], "type 1 (B)": rows[1], "B - A": rows[1] - rows[0]}
+    fig = vector_strips(strips, vmax=0.05,
+                        title="The token-type table, row by row, and the difference of its rows")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, metadata = shell.display_formatter.format(fig)
+    assert "phone" in metadata["image/png"]
+    plt.close("all")
