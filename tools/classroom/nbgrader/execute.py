@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from jupyter_core.utils import run_sync
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode
@@ -19,7 +19,6 @@ from tools.classroom.policy.policy import POLICY
 from tools.classroom.policy.relay import TrustedTests
 from tools.classroom.policy.sandbox import (
     MEMORY_LIMIT_MB,
-    MESSAGE_CAP,
     kernel_manager_class,
     memory_cap,
     private_folder,
@@ -34,8 +33,6 @@ NOTEBOOK_LIMIT = POLICY.notebook_s  # seconds for the whole notebook, its test c
 STARTUP_LIMIT = POLICY.startup_s  # seconds for the sandboxed kernel to start and answer
 CELL_OUTPUT_CAP = POLICY.cell_output  # characters of output one cell keeps
 NOTEBOOK_OUTPUT_CAP = POLICY.notebook_output  # characters of output the whole notebook keeps
-OUTPUT_LOST = (f"the cell's output stopped: a message over the grader's cap of {MESSAGE_CAP} bytes is dropped "
-               "unread")
 ERROR_CAP = 10_000  # characters of an error's message, and of each line of its traceback
 
 
@@ -222,10 +219,6 @@ class SandboxedExecute(Execute):
             super().preprocess_cell(cell, resources, index)
             if not run_sync(self.kc.is_alive)():  # a kernel that died after its reply: what nbclient checks too
                 raise DeadKernelError("Kernel died")
-        except CellTimeoutError:  # its output stopped: a message over MESSAGE_CAP is dropped by the socket
-            cell.outputs.append(NotebookNode(output_type="error", ename="OutputCapError", evalue=OUTPUT_LOST,
-                                             traceback=[f"OutputCapError: {OUTPUT_LOST}"]))
-            report["truncated"].append(index)
         except DeadKernelError:
             self._stopped = self._death(f"in cell {grade_id or index} or just before it, in {self._last}")
             if not any(out.get("output_type") == "error" for out in cell.outputs):

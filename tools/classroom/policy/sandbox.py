@@ -13,7 +13,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import zmq
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
@@ -22,7 +21,6 @@ from tools.classroom.policy.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
 
 MEMORY_LIMIT_MB, PROCESS_LIMIT, TMPFS_MB = POLICY.memory_mb, POLICY.processes, POLICY.tmpfs_mb
-MESSAGE_CAP = 2 * POLICY.cell_output + (1 << 20)  # bytes of one ZeroMQ message part from a kernel
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap)"
 
 
@@ -283,18 +281,9 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
 
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
-            # every socket of this manager (and of its client, below) drops a kernel that sends one message part
-            # over the cap, before the grader buffers it (the output caps apply after decoding)
-            self.context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_CAP)
             self.transport = "ipc"  # the kernel has no network, not even loopback: sockets are files in scratch
             self.ip = str(scratch / "kernel")
             self.connection_file = str(scratch / "kernel.json")
-
-        def client(self, **kwargs):
-            """Its client (a context of its own) with the same cap on every socket it will open."""
-            client = super().client(**kwargs)
-            client.context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_CAP)
-            return client
 
         @property
         def kernel_spec(self):
