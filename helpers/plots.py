@@ -209,12 +209,19 @@ def _wrap_to(text: Text, limit: float, renderer) -> None:
 
 
 def _fit_text(fig: Figure) -> None:
-    """A legend wider than the figure gets one column; then titles and labels wider than their panel wrap."""
+    """A legend wider than the figure gets one column (a figure's own keeps its side); long titles and labels wrap."""
     renderer = _renderer(fig)
     for ax in fig.axes:
         legend = ax.get_legend()
         if legend and legend._ncols > 1 and legend.get_window_extent(renderer).width > 0.9 * fig.bbox.width:
             _one_column(legend, ax)
+    for legend in list(fig.legends):  # a figure's own legend: one column, above or below the panels as it was
+        if legend._ncols > 1 and legend.get_window_extent(renderer).width > 0.9 * fig.bbox.width:
+            labels, size = [text.get_text() for text in legend.texts], legend.texts[0].get_fontsize()
+            side = "upper" if legend.get_window_extent(renderer).y0 > fig.bbox.height / 2 else "lower"
+            legend.remove()
+            fig.legend(legend.legend_handles, labels, loc=f"outside {side} center", ncols=1, frameon=False,
+                       fontsize=size)
     renderer = _renderer(fig)
     least = 0.5 * fig.bbox.width  # a panel squeezed by the first layout must not wrap a title into a tower
     for ax in fig.axes:

@@ -101,3 +101,20 @@ def test_a_phone_copy_whose_layout_collapses_still_prints_nothing_into_the_cell(
         _, metadata = shell.display_formatter.format(fig)
     assert "phone" in metadata["image/png"]
     plt.close("all")
+
+
+def test_a_figure_legend_wider_than_a_phone_keeps_its_side_in_one_column_and_the_png_fits_the_column():
+    """A legend of the whole figure in many columns (train_positions' summary) would widen the phone PNG past the
+    column, and the browser would shrink its text below READABLE_PX: it is redrawn in one column on its side."""
+    fig, axes = plt.subplots(1, 3, figsize=(8, 3))
+    for ax in axes:
+        for k, name in enumerate(["before L, at L", "past L, at 4L", "chance", "a ceiling of one scheme"]):
+            ax.plot([0, 1], [k, k + 1], label=name)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=4, frameon=False)
+    phone = phone_copy(fig)
+    data = io.BytesIO()
+    phone.savefig(data, format="png", bbox_inches="tight", dpi=phone.dpi)
+    width = Image.open(data).width
+    assert width <= PHONE_COLUMN_PX, width
+    assert [legend._ncols for legend in phone.legends] == [1]
+    plt.close("all")
