@@ -18,6 +18,7 @@ from sklearn.decomposition import PCA
 from threadpoolctl import threadpool_limits
 
 from helpers import validation
+from helpers.position_stats import holm as adjusted_holm
 from helpers.positions import _check_table, cosine_similarity_matrix, diagonal_profile, order_properties
 
 __all__ = ["table_structure", "structure_null", "rescaled", "seed_values", "paired_test", "holm"]
@@ -99,11 +100,5 @@ def paired_test(first, second) -> dict[str, float | bool]:
 
 
 def holm(pvalues: dict[str, float], alpha: float = 0.05) -> dict[str, bool]:
-    """Holm's step-down rule: which hypotheses are rejected at family-wise level alpha."""
-    rejected, ordered = {}, sorted(pvalues, key=pvalues.get)
-    for i, name in enumerate(ordered):
-        if pvalues[name] > alpha / (len(ordered) - i):
-            rejected.update({rest: False for rest in ordered[i:]})
-            break
-        rejected[name] = True
-    return rejected
+    """Holm's step-down rule: which hypotheses are rejected at family-wise level alpha (position_stats adjusts)."""
+    return {name: adjusted <= alpha for name, adjusted in adjusted_holm(pvalues).items()}
