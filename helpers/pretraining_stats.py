@@ -1,6 +1,6 @@
-"""The band and curve measures of a position table, and the paired statistics over seeds (watch order emerge).
+"""The band and curve measures of a position table, and the paired statistics over seeds (pre-train a tiny BERT).
 
-Taught in "Watch order emerge" (book/pretrain_positions.ipynb), sections "Two measures" and "The claim rule".
+Taught in "Pre-train a tiny BERT" (book/pretrain_positions.ipynb), sections "Two measures" and "The claim rule".
 Rows are first stripped of their component along the all-ones vector (BERT's embedding LayerNorm removes it, so
 it never matters), then centred on the mean row (the mean row cannot be told apart from the token-type row).
 """

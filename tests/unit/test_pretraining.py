@@ -323,6 +323,7 @@ def test_a_short_regeneration_agrees_with_the_results_file():
     stored = load_pretraining_results()
     config = _stored_config(stored)
     assert config == PretrainConfig()  # the file came from the chapter's sizes
+    assert sorted(stored["runs"]["ordered"], key=int) == [str(s) for s in range(8)]  # the planned 8 seeds
     again = run("ordered", 0, config, stop=250)  # the same run, cut at step 250
     np.testing.assert_allclose(again[0]["profile"], stored["runs"]["ordered"]["0"][0]["profile"], atol=2e-5)
     _agrees_with_seed_0(stored, again, "ordered", ("held_out_loss_mask", "contrast", "dct", "neighbour"), (100, 250))
@@ -348,7 +349,7 @@ def test_a_full_regeneration_of_seed_0_agrees_with_the_results_file():
 def _fake_results(seeds=3):
     """A results dict of the sweep's shape with known values: measure = seed + step / 100 (+1 when ordered)."""
     runs = {c: {str(s): [{"step": t, "contrast": s + t / 100 + (c == "ordered"), "dct": 0.1 * s,
-                          "held_out_loss_mask": 5.0 - t / 10, "train_loss": 5.5 - t / 10, "order_use": t / 100 + s,
+                          "held_out_loss_mask": 5.0 - t / 10, "held_out_loss": 4.8 - t / 10, "train_loss": 5.5 - t / 10, "order_use": t / 100 + s,
                           "profile": [1.0, 0.5 + 0.1 * s, 0.2, 0.1]}
                          for t in (0, 10, 20)] for s in range(seeds)}
             for c in ("ordered", "shuffled")}
@@ -372,8 +373,21 @@ def test_the_figures_draw_every_series():
     np.testing.assert_allclose(gaps.lines[3].get_ydata(), 1.0)
     fig3 = loss_over_training(results, {"unigram, all": 6.0, "unigram, [MASK]": 6.1})
     loss, use, use_gap = fig3.axes[:3]
-    assert [line.get_ydata()[0] for line in loss.lines] == [5.0, 5.0, 4.5, 6.0, 6.1]
+    # ordered and shuffled [MASK] loss, training loss (from the first step on), all-token held-out loss, unigrams
+    assert [line.get_ydata()[0] for line in loss.lines] == [5.0, 5.0, 4.5, 4.8, 6.0, 6.1]
     np.testing.assert_allclose(use_gap.lines[3].get_ydata(), 0.0)  # the fake order use is the same in both
     with pytest.raises(ValueError, match="two measures"):
         table_over_training(results, {"contrast": "c"}, {})
     plt.close("all")
+
+
+def test_make_experiments_regenerates_the_stored_seeds(monkeypatch, tmp_path):
+    import helpers.pretraining as pretraining
+
+    asked = {}
+    monkeypatch.setattr(pretraining, "sweep", lambda seeds, jobs, out: asked.update(seeds=seeds, jobs=jobs) or {})
+    monkeypatch.setattr(pretraining, "_write", lambda results, out: None)
+    pretraining.main(["--jobs", "2", "--out", str(tmp_path / "x.json")])  # the Makefile's line, no --seeds
+    stored = load_pretraining_results()
+    assert [str(s) for s in asked["seeds"]] == sorted(stored["runs"]["ordered"], key=int)
+    assert stored["runs"]["ordered"].keys() == stored["runs"]["shuffled"].keys()
