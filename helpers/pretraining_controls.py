@@ -10,20 +10,30 @@ from dataclasses import asdict
 import torch
 
 from helpers import validation
-from helpers.pretraining import PretrainConfig, _optimiser, held_out_batches, masked_lm_loss, tiny_bert, windows
+from helpers.pretraining import (
+    SPECIALS,
+    PretrainConfig,
+    _optimiser,
+    held_out_batches,
+    masked_lm_loss,
+    tiny_bert,
+    windows,
+)
 
 __all__ = ["aligned_stream", "order_use_of", "train_aligned"]
 
 DEFAULT = PretrainConfig()
 
 
-def aligned_stream(windows_: int, config: PretrainConfig = DEFAULT, seed: int = 0) -> torch.Tensor:
+def aligned_stream(windows_: int, vocab_size: int, config: PretrainConfig = DEFAULT, seed: int = 0) -> torch.Tensor:
     """Text that only position can predict: one fixed sequence of L - 2 distinct ids, repeated `windows_` times; read
     in windows that start at multiples of L - 2, position i always holds the same token, and every window holds the
     same set of tokens, so without order a [MASK] is only known to be one of the masked ids."""
     windows_ = validation.integer("windows_", windows_, minimum=1)
+    width, first = config.length - 2, len(SPECIALS)  # ids after the special tokens
+    vocab_size = validation.integer("vocab_size", vocab_size, minimum=first + width)
     generator = torch.Generator().manual_seed(seed)
-    fixed = 5 + torch.randperm(4 * config.length, generator=generator)[:config.length - 2]  # ids after the specials
+    fixed = first + torch.randperm(vocab_size - first, generator=generator)[:width]
     return fixed.repeat(windows_)
 
 
@@ -48,7 +58,7 @@ def train_aligned(tokenizer, config: PretrainConfig, steps: int, seed: int = 0):
 
     steps = validation.integer("steps", steps, minimum=config.warmup + 1)
     config = PretrainConfig(**{**asdict(config), "checkpoints": (0, steps)})  # the schedule decays to 0 at `steps`
-    stream = aligned_stream(64, config, seed)
+    stream = aligned_stream(64, len(tokenizer), config, seed)
     model = tiny_bert(len(tokenizer), config, seed)
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=config.mlm_probability)
     optimiser, schedule = _optimiser(model, config)

@@ -349,7 +349,8 @@ def test_a_full_regeneration_of_seed_0_agrees_with_the_results_file():
 def _fake_results(seeds=3):
     """A results dict of the sweep's shape with known values: measure = seed + step / 100 (+1 when ordered)."""
     runs = {c: {str(s): [{"step": t, "contrast": s + t / 100 + (c == "ordered"), "dct": 0.1 * s,
-                          "held_out_loss_mask": 5.0 - t / 10, "held_out_loss": 4.8 - t / 10, "train_loss": 5.5 - t / 10, "order_use": t / 100 + s,
+                          "held_out_loss_mask": 5.0 - t / 10,
+                          "held_out_loss": 4.8 - t / 10, "train_loss": 5.5 - t / 10, "order_use": t / 100 + s,
                           "profile": [1.0, 0.5 + 0.1 * s, 0.2, 0.1]}
                          for t in (0, 10, 20)] for s in range(seeds)}
             for c in ("ordered", "shuffled")}

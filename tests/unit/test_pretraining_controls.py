@@ -24,16 +24,18 @@ def small_corpus():
 
 
 def test_aligned_windows_hold_the_same_distinct_tokens_in_the_same_places():
-    stream = aligned_stream(5, SMALL, seed=1)
+    stream = aligned_stream(5, 40, SMALL, seed=1)
     width = SMALL.length - 2
     assert len(stream) == 5 * width
     rows = windows(stream, width * torch.arange(5), SMALL.length, cls_id=2, sep_id=3)
     assert (rows == rows[0]).all()  # position i holds one token in every window
     body = rows[0, 1:-1]
-    assert len(set(body.tolist())) == width and int(body.min()) >= 5  # distinct, none of the specials
-    assert not torch.equal(aligned_stream(1, SMALL, seed=2), aligned_stream(1, SMALL, seed=1))
+    assert len(set(body.tolist())) == width and 5 <= int(body.min()) and int(body.max()) < 40  # no special id
+    assert not torch.equal(aligned_stream(1, 40, SMALL, seed=2), aligned_stream(1, 40, SMALL, seed=1))
     with pytest.raises(ValueError):
-        aligned_stream(0, SMALL)
+        aligned_stream(0, 40, SMALL)
+    with pytest.raises(ValueError, match="vocab_size"):
+        aligned_stream(1, 5 + width - 1, SMALL)  # too few ids for L - 2 distinct tokens
 
 
 def test_order_use_of_is_the_sweeps_order_use(small_corpus):
@@ -51,8 +53,9 @@ def test_order_use_of_is_the_sweeps_order_use(small_corpus):
 def test_a_model_trained_where_only_position_predicts_reads_order(small_corpus):
     compact, _ = small_corpus
     config = PretrainConfig()
-    untrained = order_use_of(tiny_bert(len(compact), config, seed=0), aligned_stream(20, config), compact, config)
-    reader = order_use_of(train_aligned(compact, config, steps=200), aligned_stream(20, config), compact, config)
+    held = aligned_stream(20, len(compact), config)
+    untrained = order_use_of(tiny_bert(len(compact), config, seed=0), held, compact, config)
+    reader = order_use_of(train_aligned(compact, config, steps=200), held, compact, config)
     # without order a masked token is one of the window's ~4.5 masked ids (about log 4.5 = 1.5 nats); with it, known
     assert abs(untrained) < 0.05 and reader > 0.5, (untrained, reader)
     with pytest.raises(ValueError):
