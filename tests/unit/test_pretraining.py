@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from scipy import fft, stats
+from scipy import fft, linalg, stats
 from sklearn.decomposition import PCA
 from transformers import DataCollatorForLanguageModeling
 
@@ -35,6 +35,7 @@ from helpers.pretraining import (
     windows,
 )
 from helpers.pretraining_stats import (
+    band_only_null,
     dct_share,
     holm,
     paired_test,
@@ -231,6 +232,26 @@ def test_random_tables_give_each_measure_its_known_null():
     assert null["neighbour"][2] == pytest.approx(1 / math.sqrt(64 * 29), rel=0.35)
     with pytest.raises(ValueError):
         structure_null(30, 64, draws=1)
+
+
+def test_band_only_tables_carry_the_asked_neighbour_correlation():
+    lags = [0.5, 0.2]
+    band = band_only_null(lags, 30, 64, draws=60)
+    # reference: numpy's own multivariate normal with the same Toeplitz covariance over the 30 rows
+    cov = linalg.toeplitz(np.r_[1.0, lags, np.zeros(27)])
+    rng = np.random.default_rng(3)
+    drawn = [table_structure(torch.from_numpy(0.02 * rng.multivariate_normal(np.zeros(30), cov, size=64).T))
+             for _ in range(60)]
+    for measure in ("neighbour", "contrast", "dct"):
+        reference = np.array([d[measure] for d in drawn])
+        se = math.hypot(reference.std(ddof=1), band[measure][2]) / math.sqrt(60)
+        assert abs(band[measure][0] - reference.mean()) < 4 * se, measure
+    assert band["neighbour"][0] > structure_null(30, 64)["neighbour"][1]  # far above rows in no order
+    # no band asked: the same distribution as structure_null's random tables
+    flat = band_only_null([0.0], 30, 64, draws=60)
+    assert abs(flat["contrast"][0] - structure_null(30, 64)["contrast"][0]) < 4 * flat["contrast"][2] / math.sqrt(60)
+    with pytest.raises(ValueError, match="lags"):
+        band_only_null([1.2], 30, 64)
 
 
 def test_rescaled_scores_put_the_null_at_zero():
