@@ -20,9 +20,10 @@
     training            order tasks, the training loop, the test-time controls, the seed sweep (train it)
     position_stats      scoring past L, paired intervals over seeds and rows, Holm, the claim rule (train it)
     train_figures       accuracy at every position for every scheme; the learned rows' norms (train it)
-    pretraining         a tiny BertForMaskedLM pre-trained on scikit-learn's prose, its sweep (watch order emerge)
-    pretraining_stats   a position table's band and curve measures, paired tests over seeds (watch order emerge)
-    pretraining_figures the pre-training chapter's figures (watch order emerge)
+    pretraining         a tiny BertForMaskedLM pre-trained on scikit-learn's prose, its sweep (pre-train a tiny BERT)
+    pretraining_controls the positive control for order use: text only position predicts (pre-train a tiny BERT)
+    pretraining_stats   a position table's band and curve measures, paired tests over seeds (pre-train a tiny BERT)
+    pretraining_figures the pre-training chapter's figures (pre-train a tiny BERT)
     findings            a claim about trained weights, stated for the checkpoint that ran (every chapter)
     plots               the house style and the figure primitives more than one chapter draws
     tables              the one table type: HTML or Markdown in the book, plain text for nbval
@@ -41,9 +42,9 @@ from pathlib import Path
 
 MODULES = ("anatomy", "checkpoint", "families", "findings", "input_layers", "layernorm", "long_inputs",
            "long_retrieval", "notebook", "plots", "position_figures", "position_rows", "position_schemes",
-           "position_stats", "positions", "pretraining", "pretraining_figures", "pretraining_stats",
-           "relative_positions", "scratch", "segments", "sinusoids", "tables", "token_figures", "tokens",
-           "train_figures", "training", "validation")
+           "position_stats", "positions", "pretraining", "pretraining_controls", "pretraining_figures",
+           "pretraining_stats", "relative_positions", "scratch", "segments", "sinusoids", "tables", "token_figures",
+           "tokens", "train_figures", "training", "validation")
 _OWNERS: dict[str, str] = {}  # public name -> the module that defines it, read from each module's __all__
 
 

@@ -1,6 +1,6 @@
 """Pre-train a tiny BERT with masked language modelling on text that ships offline, and measure its position table.
 
-Taught in "Watch order emerge" (book/pretrain_positions.ipynb). `python -m helpers.pretraining` (or
+Taught in "Pre-train a tiny BERT" (book/pretrain_positions.ipynb). `python -m helpers.pretraining` (or
 `make experiments`) regenerates helpers/data/pretrain_positions_results.json: seeds x (ordered, shuffled) x
 checkpoints of training, each with the table's band and curve measures (helpers.pretraining_stats).
 """

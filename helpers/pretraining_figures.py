@@ -1,7 +1,7 @@
 """The pre-training chapter's figures: the band against offset over training, and the measures, their gap and the
 held-out loss against training steps.
 
-Taught in "Watch order emerge" (book/pretrain_positions.ipynb); the numbers come from helpers.pretraining.
+Taught in "Pre-train a tiny BERT" (book/pretrain_positions.ipynb); the numbers come from helpers.pretraining.
 """
 
 from __future__ import annotations
@@ -96,13 +96,17 @@ def table_over_training(results: dict, labels: dict[str, str], nulls: dict[str, 
 
 
 def loss_over_training(results: dict, unigram: dict[str, float], title: str = ""):
-    """The [MASK]-input held-out loss of both conditions beside the training loss and the unigram baselines; order
+    """The [MASK]-input held-out loss of both conditions beside the ordered runs' training loss and held-out loss on
+    all scored tokens, and the unigram baselines (`unigram`: legend name -> nats, [MASK] inputs first); order
     use in both conditions; its ordered - shuffled gap (per seed, mean, 95 % t-interval)."""
     fig, axes = plt.subplots(1, 3, figsize=(8.0, 3.3), layout="constrained")
     _by_condition(axes[0], results, "held_out_loss_mask")
     steps = _steps(results)[1:]  # no training loss before the first step
     train = np.array([seed_values(results, "ordered", "train_loss", s) for s in steps]).mean(axis=1)
     axes[0].plot(steps, train, color=OKABE_ITO[0], linewidth=0.8, linestyle=":", label="ordered, training batches")
+    every = np.array([seed_values(results, "ordered", "held_out_loss", s) for s in _steps(results)]).mean(axis=1)
+    axes[0].plot(_steps(results), every, color=OKABE_ITO[0], linewidth=0.8, linestyle="--",
+                 label="ordered, all scored tokens")
     for (name, value), style in zip(unigram.items(), ("-.", (0, (1, 3))), strict=False):
         axes[0].axhline(value, color=GREY, linewidth=1.2, linestyle=style, label=name)
     axes[0].set(xlabel="training step", ylabel="loss (nats)")

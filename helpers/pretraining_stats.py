@@ -1,6 +1,6 @@
-"""The band and curve measures of a position table, and the paired statistics over seeds (watch order emerge).
+"""The band and curve measures of a position table, and the paired statistics over seeds (pre-train a tiny BERT).
 
-Taught in "Watch order emerge" (book/pretrain_positions.ipynb), sections "Two measures" and "The claim rule".
+Taught in "Pre-train a tiny BERT" (book/pretrain_positions.ipynb), sections "Two measures" and "The claim rule".
 Rows are first stripped of their component along the all-ones vector (BERT's embedding LayerNorm removes it, so
 it never matters), then centred on the mean row (the mean row cannot be told apart from the token-type row).
 """
@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import torch
+from scipy import linalg as scipy_linalg
 from scipy import stats
 from sklearn.decomposition import PCA
 from threadpoolctl import threadpool_limits
@@ -21,7 +22,7 @@ from helpers import validation
 from helpers.position_stats import holm as adjusted_holm
 from helpers.positions import _check_table, cosine_similarity_matrix, diagonal_profile, order_properties
 
-__all__ = ["table_structure", "structure_null", "rescaled", "seed_values", "paired_test", "holm"]
+__all__ = ["table_structure", "structure_null", "band_only_null", "rescaled", "seed_values", "paired_test", "holm"]
 
 DCT_TERMS = 4  # the curve measure's smooth shapes: the first 4 non-constant DCT-II cosines of the row index
 
@@ -66,6 +67,23 @@ def structure_null(rows: int, hidden: int, std: float = 0.02, draws: int = 200) 
     generator = torch.Generator().manual_seed(0)
     drawn = [table_structure(std * torch.randn(rows, hidden, generator=generator, dtype=torch.float64))
              for _ in range(draws)]
+    return {k: (float(np.mean(v)), float(np.quantile(v, 0.95)), float(np.std(v, ddof=1)))
+            for k in drawn[0] if k != "profile" for v in [[d[k] for d in drawn]]}
+
+
+def band_only_null(lags, rows: int, hidden: int, std: float = 0.02, draws: int = 200) -> dict[str, tuple[float, ...]]:
+    """structure_null's triples over random tables whose rows correlate with their neighbours by `lags` (lag 1, 2,
+    ...) and not at all further apart: the measures that a short-range band alone produces ("The claim rule")."""
+    rows, hidden = validation.integer("rows", rows, minimum=12), validation.integer("hidden", hidden, minimum=3)
+    lags = np.asarray(lags, dtype=float)
+    if lags.ndim != 1 or not 0 < len(lags) < rows or np.abs(lags).max() >= 1:
+        raise ValueError(f"lags must be 1 to rows - 1 correlations in (-1, 1), got {lags!r}.")
+    validation.check_allocation("band_only_null", (rows, hidden), 8 * 4)
+    weights, vectors = np.linalg.eigh(scipy_linalg.toeplitz(np.r_[1.0, lags, np.zeros(rows - 1 - len(lags))]))
+    root = torch.from_numpy(vectors * np.sqrt(np.clip(weights, 0, None)))  # root @ root.T: the nearest PSD matrix
+    generator = torch.Generator().manual_seed(0)
+    drawn = [table_structure(std * root @ torch.randn(rows, hidden, generator=generator, dtype=torch.float64))
+             for _ in range(validation.integer("draws", draws, minimum=2))]
     return {k: (float(np.mean(v)), float(np.quantile(v, 0.95)), float(np.std(v, ddof=1)))
             for k in drawn[0] if k != "profile" for v in [[d[k] for d in drawn]]}
 

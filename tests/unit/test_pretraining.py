@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from scipy import fft, stats
+from scipy import fft, linalg, stats
 from sklearn.decomposition import PCA
 from transformers import DataCollatorForLanguageModeling
 
@@ -35,6 +35,7 @@ from helpers.pretraining import (
     windows,
 )
 from helpers.pretraining_stats import (
+    band_only_null,
     dct_share,
     holm,
     paired_test,
@@ -233,6 +234,26 @@ def test_random_tables_give_each_measure_its_known_null():
         structure_null(30, 64, draws=1)
 
 
+def test_band_only_tables_carry_the_asked_neighbour_correlation():
+    lags = [0.5, 0.2]
+    band = band_only_null(lags, 30, 64, draws=60)
+    # reference: numpy's own multivariate normal with the same Toeplitz covariance over the 30 rows
+    cov = linalg.toeplitz(np.r_[1.0, lags, np.zeros(27)])
+    rng = np.random.default_rng(3)
+    drawn = [table_structure(torch.from_numpy(0.02 * rng.multivariate_normal(np.zeros(30), cov, size=64).T))
+             for _ in range(60)]
+    for measure in ("neighbour", "contrast", "dct"):
+        reference = np.array([d[measure] for d in drawn])
+        se = math.hypot(reference.std(ddof=1), band[measure][2]) / math.sqrt(60)
+        assert abs(band[measure][0] - reference.mean()) < 4 * se, measure
+    assert band["neighbour"][0] > structure_null(30, 64)["neighbour"][1]  # far above rows in no order
+    # no band asked: the same distribution as structure_null's random tables
+    flat = band_only_null([0.0], 30, 64, draws=60)
+    assert abs(flat["contrast"][0] - structure_null(30, 64)["contrast"][0]) < 4 * flat["contrast"][2] / math.sqrt(60)
+    with pytest.raises(ValueError, match="lags"):
+        band_only_null([1.2], 30, 64)
+
+
 def test_rescaled_scores_put_the_null_at_zero():
     null = (0.2, 0.3, 0.05)
     assert rescaled(0.2, null) == 0 and rescaled(0.3, null) == pytest.approx(2.0)
@@ -323,6 +344,7 @@ def test_a_short_regeneration_agrees_with_the_results_file():
     stored = load_pretraining_results()
     config = _stored_config(stored)
     assert config == PretrainConfig()  # the file came from the chapter's sizes
+    assert sorted(stored["runs"]["ordered"], key=int) == [str(s) for s in range(8)]  # the planned 8 seeds
     again = run("ordered", 0, config, stop=250)  # the same run, cut at step 250
     np.testing.assert_allclose(again[0]["profile"], stored["runs"]["ordered"]["0"][0]["profile"], atol=2e-5)
     _agrees_with_seed_0(stored, again, "ordered", ("held_out_loss_mask", "contrast", "dct", "neighbour"), (100, 250))
@@ -348,7 +370,8 @@ def test_a_full_regeneration_of_seed_0_agrees_with_the_results_file():
 def _fake_results(seeds=3):
     """A results dict of the sweep's shape with known values: measure = seed + step / 100 (+1 when ordered)."""
     runs = {c: {str(s): [{"step": t, "contrast": s + t / 100 + (c == "ordered"), "dct": 0.1 * s,
-                          "held_out_loss_mask": 5.0 - t / 10, "train_loss": 5.5 - t / 10, "order_use": t / 100 + s,
+                          "held_out_loss_mask": 5.0 - t / 10,
+                          "held_out_loss": 4.8 - t / 10, "train_loss": 5.5 - t / 10, "order_use": t / 100 + s,
                           "profile": [1.0, 0.5 + 0.1 * s, 0.2, 0.1]}
                          for t in (0, 10, 20)] for s in range(seeds)}
             for c in ("ordered", "shuffled")}
@@ -372,8 +395,21 @@ def test_the_figures_draw_every_series():
     np.testing.assert_allclose(gaps.lines[3].get_ydata(), 1.0)
     fig3 = loss_over_training(results, {"unigram, all": 6.0, "unigram, [MASK]": 6.1})
     loss, use, use_gap = fig3.axes[:3]
-    assert [line.get_ydata()[0] for line in loss.lines] == [5.0, 5.0, 4.5, 6.0, 6.1]
+    # ordered and shuffled [MASK] loss, training loss (from the first step on), all-token held-out loss, unigrams
+    assert [line.get_ydata()[0] for line in loss.lines] == [5.0, 5.0, 4.5, 4.8, 6.0, 6.1]
     np.testing.assert_allclose(use_gap.lines[3].get_ydata(), 0.0)  # the fake order use is the same in both
     with pytest.raises(ValueError, match="two measures"):
         table_over_training(results, {"contrast": "c"}, {})
     plt.close("all")
+
+
+def test_make_experiments_regenerates_the_stored_seeds(monkeypatch, tmp_path):
+    import helpers.pretraining as pretraining
+
+    asked = {}
+    monkeypatch.setattr(pretraining, "sweep", lambda seeds, jobs, out: asked.update(seeds=seeds, jobs=jobs) or {})
+    monkeypatch.setattr(pretraining, "_write", lambda results, out: None)
+    pretraining.main(["--jobs", "2", "--out", str(tmp_path / "x.json")])  # the Makefile's line, no --seeds
+    stored = load_pretraining_results()
+    assert [str(s) for s in asked["seeds"]] == sorted(stored["runs"]["ordered"], key=int)
+    assert stored["runs"]["ordered"].keys() == stored["runs"]["shuffled"].keys()
