@@ -103,7 +103,7 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	pytest tests/book -n 1
+	pytest tests/book -n 2 --dist loadgroup
 
 # The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root) and the unit
 # tests, beside the book's build and tests: the two lanes end within about ten seconds of each other (warm, 2 cores).
