@@ -123,6 +123,7 @@ DRAWN = """() => [...document.querySelectorAll('.bd-article .math')].map(box => 
 VISITS = "visited"  # the xdist group of the tests that read the pages' visits
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids
 def pytest_collection_modifyitems(items):
     """Every test that reads `visited` (directly or through test_accessibility's `violations`) goes in one xdist group:
     under `pytest tests/book -n 2 --dist loadgroup` (make test-built) one worker visits the pages, once, and runs
