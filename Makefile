@@ -92,9 +92,7 @@ FORCE:
 
 # Lint, then two lanes at once: every notebook (nbval), the book built from what nbval cached, the class book, the PDF,
 # the tests of what they built (tests/book) and the unit tests; and the classroom tests, which need no built book.
-# Lines interleave. tests/book runs on two workers: every test that reads the pages' browser visits is one xdist
-# group (tests/book/conftest.py), so one worker visits each page once while the other runs the rest; the second
-# worker takes the core the other lane leaves when it ends first.
+# Each lane keeps about one core busy (nbval's two workers and the graders' two share them). Lines interleave.
 test: system-packages $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
@@ -105,10 +103,10 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	pytest tests/book -n 2 --dist loadgroup
+	pytest tests/book -n 1
 
 # The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root) and the unit
-# tests, beside the book's build and tests.
+# tests, beside the book's build and tests: the two lanes end within about ten seconds of each other (warm, 2 cores).
 test-code: $(DEV_STAMP)
 	pytest tests/classroom tests/unit -n 1
 

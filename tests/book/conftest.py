@@ -120,19 +120,6 @@ DRAWN = """() => [...document.querySelectorAll('.bd-article .math')].map(box => 
 })"""
 
 
-VISITS = "visited"  # the xdist group of the tests that read the pages' visits
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the tests' ids
-def pytest_collection_modifyitems(items):
-    """Every test that reads `visited` (directly or through test_accessibility's `violations`) goes in one xdist group:
-    under `pytest tests/book -n 2 --dist loadgroup` (make test-built) one worker visits the pages, once, and runs
-    those tests while the other runs the rest of tests/book (pytest runs, builds, the PDF's checks)."""
-    for item in items:
-        if {"visited", "violations"} & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group(VISITS))
-
-
 def require_built_book(folder: Path = HTML, target: str = "book") -> Path:
     """A built book's folder (`make <target>` builds it); skip (or, in CI, fail) with the reason when it is missing."""
     if (folder / "index.html").exists():
