@@ -1,9 +1,10 @@
 """axe-core (pinned in tests/book/axe/package.json, installed by `make test`'s set-up with `npm ci`) on every page of
-the built book at a phone's, a tablet's and a desktop's width (390, 768, 1280 px), in light and in dark mode: no
-critical or serious violation the book controls (a box that scrolls only on a phone must still take keyboard focus).
-Each page loads once; the window narrows and the theme switches in place (conftest.py's `visited`). One that lives
-in the pinned theme's own markup, out of reach of book.css and tools/book/sphinx_fixes.py, goes in ALLOWED with the
-reason (none does today); the list must stay true (an entry that no page shows any more fails too)."""
+the built book at a phone's, a tablet's and a desktop's width (390, 768, 1280 px), in light and in dark mode, with
+every rule that can find a serious or critical violation (conftest.AXE_RUN): no critical or serious violation the
+book controls (a box that scrolls only on a phone must still take keyboard focus). Each page loads once; the window
+narrows and the theme switches in place (conftest.py's `visited`). One that lives in the pinned theme's own markup,
+out of reach of book.css and tools/book/sphinx_fixes.py, goes in ALLOWED with the reason (none does today); the list
+must stay true (an entry that no page shows any more fails too)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from tests.book.conftest import (
     AXE,
+    AXE_RUN,
+    BLOCKING,
     FRAMES,
     IN_CI,
     NO_TRANSITIONS,
@@ -24,7 +27,6 @@ from tests.book.conftest import (
 from tools.book.toc import ROOT
 
 PAGES = VISITED_PAGES  # the book's pages, search and genindex (index.html only redirects to the root page)
-BLOCKING = {"critical", "serious"}
 # (rule, CSS selector axe reports) -> why the book leaves it: markup the pinned theme writes, out of CSS's reach.
 ALLOWED: dict[tuple[str, str], str] = {}
 AA_TEXT = 4.5  # WCAG 2.x, level AA, body text
@@ -81,9 +83,28 @@ def test_axe_reports_a_planted_violation(browser, book_url):
     visit(tab, f"{book_url}/{PAGES[0]}.html")
     tab.evaluate("document.querySelector('main').append(document.createElement('img'))")
     tab.add_script_tag(path=str(_axe_or_skip()))
-    results = tab.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    results = tab.evaluate(AXE_RUN)  # as `visited` runs it
     context.close()
     assert ("image-alt", "critical") in {(v["id"], v["impact"]) for v in results["violations"]}
+
+
+def test_axe_leaves_out_only_rules_that_cannot_fail_the_test(browser, book_url):
+    """AXE_RUN runs, of the rules axe runs by default, every one whose impact (each of its findings' impact) is
+    serious or critical; those it leaves out are moderate or minor, which the test above ignores."""
+    require_built_book()
+    _axe_or_skip()
+    context = browser.new_context()
+    tab = context.new_page()
+    visit(tab, f"{book_url}/{PAGES[1]}.html")
+    tab.add_script_tag(path=str(AXE))
+    ids = "r => [...r.violations, ...r.passes, ...r.incomplete, ...r.inapplicable].map(rule => rule.id)"
+    by_default = set(tab.evaluate(f"() => axe.run(document, {{resultTypes: ['violations']}}).then({ids})"))
+    ran = set(tab.evaluate(f"() => ({AXE_RUN})().then({ids})"))
+    impact = dict(tab.evaluate("() => axe._audit.rules.map(rule => [rule.id, rule.impact])"))
+    context.close()
+    assert {"color-contrast", "link-in-text-block", "image-alt", "scrollable-region-focusable"} <= ran
+    assert ran == {rule for rule in by_default if impact[rule] in BLOCKING}
+    assert {impact[rule] for rule in by_default - ran} == {"moderate", "minor"}
 
 
 def test_every_formula_carries_mathml_for_screen_readers(visited):
