@@ -237,7 +237,7 @@ def judge_contrasts(results: dict) -> dict[str, dict]:
         _, low, high, p = seed_test(a, b)
         in_range = min(rates(results, key, L, "in").mean() for key in (first, second))
         rows[name] = {"gap": gap, "boot": (boot_low, boot_high), "seeds": (low, high), "p": p,
-                      "learned": part == "in" or in_range >= LEARNED_IN_RANGE}
+                      "means": (a.mean(), b.mean()), "learned": part == "in" or in_range >= LEARNED_IN_RANGE}
     rows |= prefix_rows(results)
     live = {name: row["p"] for name, row in rows.items() if row["learned"]}  # Holm's m: the gated ones
     by_list = {}
@@ -299,11 +299,13 @@ def prefix_rows(results: dict) -> dict[str, dict]:
         split = np.stack([right[:, bare].mean(1), right[:, ~bare].mean(1)], axis=1)
         gap, low, high, p = seed_test(split[:, :1], split[:, 1:])
         rows[f"{scheme} prefix bare - marked | {mask} | {task} | before L at {L}"] = {
-            "gap": gap, "boot": _stratified(right, bare), "seeds": (low, high), "p": p, "learned": True}
+            "gap": gap, "boot": _stratified(right, bare), "seeds": (low, high), "p": p, "learned": True,
+            "means": tuple(split.mean(axis=0))}
         a, b = right[:, bare], base[: len(right), bare]
         gap, low, high, p = seed_test(a, b)
         rows[f"{scheme} prefix bare - base | {mask} | {task} | before L at {L}"] = {
-            "gap": gap, "boot": paired_gap(a, b)[1:], "seeds": (low, high), "p": p, "learned": True}
+            "gap": gap, "boot": paired_gap(a, b)[1:], "seeds": (low, high), "p": p, "learned": True,
+            "means": (a.mean(), b.mean())}
     return rows
 
 
@@ -363,16 +365,13 @@ def contrast_rows(judged: dict, words) -> list[list[str]]:
             for name, row in judged.items() if all(word in name for word in words)]
 
 
-def state(results: dict, judged: dict, name: str, contrast: str, expect: str, claim: str, contrary: str) -> None:
+def state(judged: dict, name: str, contrast: str, expect: str, claim: str, contrary: str) -> None:
     """A finding from one judged contrast: it holds when the verdict is `expect`. claim and contrary may use {a},
-    {b} (the two means), {lo}, {hi} (the t interval) and {value} (the size of the gap), all to two decimals."""
+    {b} (the two means), {lo}, {hi} (the t interval), {value} (the size of the gap) and {verdict}."""
     from helpers.findings import finding
-    spec = {entry[0]: entry[1:] for entry in contrast_list(results)}
-    first, second, n, part = spec[contrast]
-    a, b = _pair(results, first, second, n, part)
     row = judged[contrast]
     low, high = row["seeds"] if expect != "lower" else (-row["seeds"][1], -row["seeds"][0])  # as the gap is told
-    numbers = {"a": f"{a.mean():.2f}", "value": "{value}", "verdict": row["verdict"], "b": f"{b.mean():.2f}",
-               "lo": f"{low:.2f}", "hi": f"{high:.2f}"}
+    numbers = {"a": f"{row['means'][0]:.2f}", "b": f"{row['means'][1]:.2f}", "value": "{value}",
+               "verdict": row["verdict"], "lo": f"{low:.2f}", "hi": f"{high:.2f}"}
     finding(name, row["verdict"] == expect, f"{abs(row['gap']):.2f}", claim=claim.format(**numbers),
             contrary=contrary.format(**numbers))

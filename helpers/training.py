@@ -202,7 +202,7 @@ def sweep_cells() -> list[tuple[str, str, str, str]]:
     cells += [("alibi", "causal", "copy-back", v) for v in ("steep-slopes", "heads-8", "blocks-3", "k-1",
                                                              "steps-800")]
     cells += [(s, m, "position-3", "prefix") for m in MASKS for s in PREFIXED]
-    return cells + [("learned", "bidirectional", "copy-back", "mask-query")]
+    return cells + [("learned", "bidirectional", "copy-back", v) for v in ("mask-query", "sparse-labels")]
 
 
 def _one_thread_job(job: tuple) -> tuple:
@@ -269,7 +269,7 @@ def main(argv=None) -> None:
     results = sweep(seeds=range(args.seeds), jobs=args.jobs, log=log, previous=previous)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, separators=(",", ":")) + "\n")
-    log.unlink()
+    log.unlink(missing_ok=True)  # no log when every job came from --resume
     print(f"wrote {args.out}")
 
 
