@@ -334,7 +334,7 @@ def as_text(mean_low_high) -> str:
 
 DISPLAY = {"t5": "T5", "rope": "RoPE", "alibi": "ALiBi", "learned": "Learned", "sinusoid": "Sinusoid",
            "none": "No positions"}  # scheme names as the chapter's tables print them
-CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "Holm p", "list p", "verdict"]
+CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "seeds x rows", "Holm p", "list p", "verdict"]
 
 
 def p_text(p: float | None) -> str:
@@ -360,18 +360,22 @@ def contrast_rows(judged: dict, words) -> list[list[str]]:
         return f"{value:+.3f}" if round(abs(value), 2) == CLAIM_GAP else f"{value:+.2f}"
 
     return [[*_plain_name(name), gap(row["gap"]),
-             f"{row['seeds'][0]:+.2f} to {row['seeds'][1]:+.2f}", p_text(row["p_holm"]),
+             f"{row['seeds'][0]:+.2f} to {row['seeds'][1]:+.2f}", f"{row['boot'][0]:+.2f} to {row['boot'][1]:+.2f}",
+             p_text(row["p_holm"]),
              p_text(row["p_holm_list"]), row["verdict"]]
             for name, row in judged.items() if all(word in name for word in words)]
 
 
 def state(judged: dict, name: str, contrast: str, expect: str, claim: str, contrary: str) -> None:
     """A finding from one judged contrast: it holds when the verdict is `expect`. claim and contrary may use {a},
-    {b} (the two means), {lo}, {hi} (the t interval), {value} (the size of the gap) and {verdict}."""
+    {b} (the two means), {lo}, {hi} (the t interval), {blo}, {bhi} (the two-way bootstrap's), {value} (the size of
+    the gap) and {verdict}."""
     from helpers.findings import finding
     row = judged[contrast]
-    low, high = row["seeds"] if expect != "lower" else (-row["seeds"][1], -row["seeds"][0])  # as the gap is told
+    told = (lambda ends: ends) if expect != "lower" else (lambda ends: (-ends[1], -ends[0]))  # as the gap is told
+    (low, high), (boot_low, boot_high) = told(row["seeds"]), told(row["boot"])
     numbers = {"a": f"{row['means'][0]:.2f}", "b": f"{row['means'][1]:.2f}", "value": "{value}",
-               "verdict": row["verdict"], "lo": f"{low:.2f}", "hi": f"{high:.2f}"}
+               "verdict": row["verdict"], "lo": f"{low:.2f}", "hi": f"{high:.2f}", "blo": f"{boot_low:.2f}",
+               "bhi": f"{boot_high:.2f}"}
     finding(name, row["verdict"] == expect, f"{abs(row['gap']):.2f}", claim=claim.format(**numbers),
             contrary=contrary.format(**numbers))
