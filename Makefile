@@ -133,7 +133,7 @@ test-portable: $(DEV_STAMP)
 	$(PORTABLE) pytest book -n 2
 	$(PORTABLE) pytest tests/unit -n 2
 
-# Regenerate helpers/data/train_positions_results.json (shipped in the wheel): "Train it"'s scheme x mask x task x seed grid, its controls and ablations (312 trainings, 8 seeds; about 15 min with 2 processes on 2 idle cores, 5-6x that at load 10-14).
+# Regenerate helpers/data/train_positions_results.json (shipped in the wheel): "Train it"'s scheme x mask x task x seed grid, its controls and ablations (344 trainings, 8 seeds; about 15 min with 2 processes on 2 idle cores, 5-6x that at load 10-14).
 .PHONY: experiments
 experiments: $(STAMP)
 	OMP_NUM_THREADS=1 python -m helpers.training --jobs 2

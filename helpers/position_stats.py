@@ -14,7 +14,8 @@ from scipy import stats
 from helpers.relative_positions import t5_buckets
 
 __all__ = ["CONTRAST_HEAD", "cell_key", "rates", "interval", "as_text", "judge_contrasts", "contrast_rows", "state",
-           "untrained_bucket_share", "edge_tests", "p_text"]
+           "untrained_bucket_share", "edge_split", "prefix_rows", "bare_rows",
+           "scope_rows", "p_text"]
 
 CLAIM_GAP = 0.05  # the smallest gap the chapter calls a difference (three quarters of chance, 1/15)
 RESAMPLES = 2000
@@ -141,10 +142,10 @@ def trained_pair_share(train_length: int, shift: int, causal: bool) -> torch.Ten
     return pairs.sum(0) / pairs.sum()
 
 
-def contrast_list(results: dict) -> list[tuple[str, tuple[str, str], tuple[str, str], int, str]]:
-    """The family of comparisons fixed before the sweep ran: (name, (cell, control), (cell, control), length,
-    part). Schemes against the learned table past L; each control against its own model; encoder against decoder;
-    each ablation against its base."""
+def contrast_list(results: dict) -> list[tuple[str, tuple[str, str], tuple[str, str], int | tuple, str]]:
+    """The family of comparisons fixed before the sweep ran: (name, (cell, control), (cell, control), length or
+    (first's length, second's), part). Schemes against the learned table past L; each control against its own
+    model; encoder against decoder; each ablation against its base."""
     L = results["config"]["train_length"]
     tasks = sorted({key.split("|")[2] for key in results["cells"]})
     n4 = 4 * L
@@ -186,13 +187,17 @@ def _second_controls(results: dict, L: int, n4: int) -> list:
     """The controls added in the second session, fixed before they ran: the prefix against position-3's base and
     the [MASK] query against copy-back's, each before L at L and past L at 4L."""
     family = []
-    for scheme in ("learned", "rope"):  # the prefix: relative vs the learned table (time cut the rest)
+    for scheme in ("learned", "rope", "t5", "alibi"):  # the prefix: relative schemes vs the learned table
         for mask in ("bidirectional", "causal"):
             prefixed, base = cell_key(scheme, mask, "position-3", "prefix"), cell_key(scheme, mask, "position-3")
             for n, part, where in ((L, "in", "before L"), (n4, "past", "past L")):
                 if prefixed in results["cells"]:
                     family.append((f"{scheme} prefix - base | {mask} | position-3 | {where} at {n}",
                                    (prefixed, "plain"), (base, "plain"), n, part))
+    for scheme in ("learned", "sinusoid"):  # the encoder's drop before L once the row is 4L long (third session)
+        key = cell_key(scheme, "bidirectional", "copy-back")
+        family.append((f"{scheme} at {n4} - at {L} | bidirectional | copy-back | before L", (key, "plain"),
+                       (key, "plain"), (n4, L), "in"))
     masked, sparse, base = (cell_key("learned", "bidirectional", "copy-back", v)
                             for v in ("mask-query", "sparse-labels", "base"))
     for first, second, name in ((masked, sparse, "mask-query - sparse-labels"), (sparse, base, "sparse-labels - base")):
@@ -210,7 +215,7 @@ def family_of(name: str) -> str:
         return "second controls"
     if head.endswith("- learned"):
         return "schemes"
-    if head.endswith("- plain"):
+    if head.endswith("- plain") or " - at " in head:
         return "controls"
     if "encoder - decoder" in head:
         return "masks"
@@ -227,43 +232,98 @@ def judge_contrasts(results: dict) -> dict[str, dict]:
     L = results["config"]["train_length"]
     rows = {}
     for name, (first, c1), (second, c2), n, part in contrast_list(results):
-        a, b = rates(results, first, n, part, c1), rates(results, second, n, part, c2)
-        a, b = a[: len(b)], b[: len(a)]  # seeds both cells have (seed i is the same seed in every cell)
+        a, b = _pair(results, (first, c1), (second, c2), n, part)
         gap, boot_low, boot_high = paired_gap(a, b)
         _, low, high, p = seed_test(a, b)
         in_range = min(rates(results, key, L, "in").mean() for key in (first, second))
         rows[name] = {"gap": gap, "boot": (boot_low, boot_high), "seeds": (low, high), "p": p,
-                      "learned": part == "in" or in_range >= LEARNED_IN_RANGE}
+                      "means": (a.mean(), b.mean()), "learned": part == "in" or in_range >= LEARNED_IN_RANGE}
+    rows |= prefix_rows(results)
     live = {name: row["p"] for name, row in rows.items() if row["learned"]}  # Holm's m: the gated ones
     by_list = {}
     for family in {family_of(name) for name in live}:
         by_list |= holm({name: p for name, p in live.items() if family_of(name) == family})
     everything = holm(live)
+    scopes = {"second session": holm({name: p for name, p in live.items() if not third_session(name)}),
+              "now": everything, "all, ungated": holm({name: row["p"] for name, row in rows.items()})}
     for name, row in rows.items():
         row["p_holm"], row["p_holm_list"] = everything.get(name), by_list.get(name)
-        row["verdict"] = (verdict(row["gap"], row["seeds"], row["boot"], everything[name]) if row["learned"]
-                          else "not learned in range")
+        row["scopes"] = {scope: verdict(row["gap"], row["seeds"], row["boot"], adjusted[name])
+                         for scope, adjusted in scopes.items() if name in adjusted and row["learned"]}
+        same = len(set(row["scopes"].values())) == 1
+        row["verdict"] = ("not learned in range" if not row["learned"] else row["scopes"]["now"] if same
+                          else "scope-dependent")
     return rows
 
 
-def edge_split(results: dict, key: str) -> np.ndarray:
-    """Per seed, accuracy before L at L on the prefix cell's rows with no prefix (the bare edge) and with one (the
-    start marked by padding ids): (seeds, 2). A row's prefix is L - shift - its answered positions."""
+THIRD_SESSION = ("bare - ", " - at ", "t5 prefix", "alibi prefix")  # joined the family before their runs
+
+
+def third_session(name: str) -> bool:
+    """Whether a contrast joined the family in the third session (the Holm scope of the second leaves it out)."""
+    return any(word in name for word in THIRD_SESSION)
+
+
+def scope_rows(judged: dict) -> list[list[str]]:
+    """Table rows of the gated-through contrasts whose verdict differs between Holm scopes: name, cell, verdicts."""
+    names = ["second session", "now", "all, ungated"]
+    return [[*_plain_name(name), *(row["scopes"].get(scope, "-") for scope in names)]
+            for name, row in judged.items() if row["verdict"] == "scope-dependent"]
+
+
+def _pair(results: dict, first: tuple[str, str], second: tuple[str, str], n, part: str):
+    """The two (seeds, rows) matrices of one contrast, cut to the seeds both have; n is a length or a pair."""
+    n1, n2 = n if isinstance(n, tuple) else (n, n)
+    a, b = rates(results, first[0], n1, part, first[1]), rates(results, second[0], n2, part, second[1])
+    return a[: len(b)], b[: len(a)]  # seed i is the same seed in every cell
+
+
+def _stratified(right: np.ndarray, bare: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> tuple:
+    """95% interval of bare-row minus marked-row accuracy: seeds resampled, and within them the bare rows and the
+    marked rows each resampled on their own (two groups of different rows)."""
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, right.shape[0], (resamples, right.shape[0]))[:, :, None]
+    means = [right[seeds, group[rng.integers(0, len(group), (resamples, 1, len(group)))]].mean(axis=(1, 2))
+             for group in (np.flatnonzero(bare), np.flatnonzero(~bare))]
+    return tuple(np.percentile(means[0] - means[1], [2.5, 97.5]))
+
+
+def prefix_rows(results: dict) -> dict[str, dict]:
+    """Two contrasts of the one family per prefix cell, before L at L: its bare-edge rows (r = 0) minus its marked
+    rows (r > 0), and its bare rows minus the base model on the same rows (the same symbols: exactly paired)."""
+    L, rows = results["config"]["train_length"], {}
+    for key in (k for k in results["cells"] if k.endswith("|prefix")):
+        scheme, mask, task, _ = key.split("|")
+        bare = bare_rows(results, key)
+        right, base = rates(results, key, L, "in"), rates(results, cell_key(scheme, mask, task), L, "in")
+        split = np.stack([right[:, bare].mean(1), right[:, ~bare].mean(1)], axis=1)
+        gap, low, high, p = seed_test(split[:, :1], split[:, 1:])
+        rows[f"{scheme} prefix bare - marked | {mask} | {task} | before L at {L}"] = {
+            "gap": gap, "boot": _stratified(right, bare), "seeds": (low, high), "p": p, "learned": True,
+            "means": tuple(split.mean(axis=0))}
+        a, b = right[:, bare], base[: len(right), bare]
+        gap, low, high, p = seed_test(a, b)
+        rows[f"{scheme} prefix bare - base | {mask} | {task} | before L at {L}"] = {
+            "gap": gap, "boot": paired_gap(a, b)[1:], "seeds": (low, high), "p": p, "learned": True,
+            "means": (a.mean(), b.mean())}
+    return rows
+
+
+def bare_rows(results: dict, key: str) -> np.ndarray:
+    """The test rows of a prefix cell with no prefix (r = 0), as a (rows,) bool mask: every seed meets the same
+    rows. A row's prefix is L - shift - its answered positions before L."""
     config = dict(results["config"], **results["variants"][key.split("|")[3]])
     L = config["train_length"]
     answered = np.array([scores[str(L)]["in_n"] for scores in results["cells"][key]["plain"]])
-    bare = (L - config["shift"] - answered) == 0  # (seeds, rows): the same rows for every seed
-    right = rates(results, key, L, "in")
-    return np.stack([(right * bare).sum(1) / bare.sum(1), (right * ~bare).sum(1) / (~bare).sum(1)], axis=1)
+    if not (answered == answered[0]).all():
+        raise ValueError(f"cell {key!r}: the seeds met different test rows")
+    return (L - config["shift"] - answered[0]) == 0
 
 
-def edge_tests(results: dict, keys) -> dict[str, tuple[float, float, float, float]]:
-    """For each prefix cell: bare-edge rows' accuracy, marked rows', their paired t gap over seeds, and its Holm p
-    over these cells (a family of its own, fixed before the runs)."""
-    split = {key: edge_split(results, key) for key in keys}
-    tests = {key: seed_test(pair[:, :1], pair[:, 1:]) for key, pair in split.items()}
-    adjusted = holm({key: test[3] for key, test in tests.items()})
-    return {key: (*split[key].mean(axis=0), tests[key][0], adjusted[key]) for key in keys}
+def edge_split(results: dict, key: str) -> np.ndarray:
+    """Per seed, accuracy before L at L on the prefix cell's bare-edge rows and on its marked rows: (seeds, 2)."""
+    bare, right = bare_rows(results, key), rates(results, key, results["config"]["train_length"], "in")
+    return np.stack([right[:, bare].mean(1), right[:, ~bare].mean(1)], axis=1)
 
 
 def as_text(mean_low_high) -> str:
@@ -274,7 +334,7 @@ def as_text(mean_low_high) -> str:
 
 DISPLAY = {"t5": "T5", "rope": "RoPE", "alibi": "ALiBi", "learned": "Learned", "sinusoid": "Sinusoid",
            "none": "No positions"}  # scheme names as the chapter's tables print them
-CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "Holm p", "list p", "verdict"]
+CONTRAST_HEAD = ["contrast", "cell", "gap", "95% t interval", "seeds x rows", "Holm p", "list p", "verdict"]
 
 
 def p_text(p: float | None) -> str:
@@ -284,29 +344,38 @@ def p_text(p: float | None) -> str:
     return "<0.001" if p < 0.0005 else f"{p:.3f}"
 
 
-def contrast_rows(judged: dict, words) -> list[list[str]]:
-    """Table rows (CONTRAST_HEAD) of the judged contrasts whose name contains every one of `words`."""
+def _plain_name(name: str) -> tuple[str, str]:
+    """A contrast's name as the tables print it: (contrast, cell), scheme names capitalised, 4L for 64."""
     def plain(text: str) -> str:
         text = text.replace("bidirectional", "encoder").replace("causal", "decoder")
         text = " ".join(DISPLAY.get(word, word) for word in text.split(" "))
         return text.replace(" at 64", " at 4L").replace(" at 16", " at L")
 
-    return [[plain(name.split(" | ")[0]), plain(" | ".join(name.split(" | ")[1:])), f"{row['gap']:+.2f}",
-             f"{row['seeds'][0]:+.2f} to {row['seeds'][1]:+.2f}", p_text(row["p_holm"]),
+    return plain(name.split(" | ")[0]), plain(" | ".join(name.split(" | ")[1:]))
+
+
+def contrast_rows(judged: dict, words) -> list[list[str]]:
+    """Table rows (CONTRAST_HEAD) of the judged contrasts whose name contains every one of `words`."""
+    def gap(value: float) -> str:  # three decimals where two would round onto the claim threshold
+        return f"{value:+.3f}" if round(abs(value), 2) == CLAIM_GAP else f"{value:+.2f}"
+
+    return [[*_plain_name(name), gap(row["gap"]),
+             f"{row['seeds'][0]:+.2f} to {row['seeds'][1]:+.2f}", f"{row['boot'][0]:+.2f} to {row['boot'][1]:+.2f}",
+             p_text(row["p_holm"]),
              p_text(row["p_holm_list"]), row["verdict"]]
             for name, row in judged.items() if all(word in name for word in words)]
 
 
-def state(results: dict, judged: dict, name: str, contrast: str, expect: str, claim: str, contrary: str) -> None:
+def state(judged: dict, name: str, contrast: str, expect: str, claim: str, contrary: str) -> None:
     """A finding from one judged contrast: it holds when the verdict is `expect`. claim and contrary may use {a},
-    {b} (the two means), {lo}, {hi} (the t interval) and {value} (the size of the gap), all to two decimals."""
+    {b} (the two means), {lo}, {hi} (the t interval), {blo}, {bhi} (the two-way bootstrap's), {value} (the size of
+    the gap) and {verdict}."""
     from helpers.findings import finding
-    spec = {entry[0]: entry[1:] for entry in contrast_list(results)}
-    (first, c1), (second, c2), n, part = spec[contrast]
     row = judged[contrast]
-    low, high = row["seeds"] if expect != "lower" else (-row["seeds"][1], -row["seeds"][0])  # as the gap is told
-    numbers = {"a": f"{rates(results, first, n, part, c1).mean():.2f}", "value": "{value}", "verdict": row["verdict"],
-               "b": f"{rates(results, second, n, part, c2).mean():.2f}",
-               "lo": f"{low:.2f}", "hi": f"{high:.2f}"}
+    told = (lambda ends: ends) if expect != "lower" else (lambda ends: (-ends[1], -ends[0]))  # as the gap is told
+    (low, high), (boot_low, boot_high) = told(row["seeds"]), told(row["boot"])
+    numbers = {"a": f"{row['means'][0]:.2f}", "b": f"{row['means'][1]:.2f}", "value": "{value}",
+               "verdict": row["verdict"], "lo": f"{low:.2f}", "hi": f"{high:.2f}", "blo": f"{boot_low:.2f}",
+               "bhi": f"{boot_high:.2f}"}
     finding(name, row["verdict"] == expect, f"{abs(row['gap']):.2f}", claim=claim.format(**numbers),
             contrary=contrary.format(**numbers))

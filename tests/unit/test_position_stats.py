@@ -10,10 +10,10 @@ from transformers.models.t5.modeling_t5 import T5Attention
 
 from helpers.position_stats import (
     edge_split,
-    edge_tests,
     holm,
     interval,
     paired_gap,
+    prefix_rows,
     rates,
     seed_test,
     trained_pair_share,
@@ -114,20 +114,27 @@ def test_rates_divide_by_the_scored_positions_and_bad_names_are_clear_errors():
         untrained_bucket_share(0, 16, True)
 
 
-def test_edge_tests_are_scipy_s_paired_t_on_bare_minus_marked_rows_holm_adjusted():
+def test_prefix_rows_are_scipy_s_paired_t_on_bare_minus_marked_and_on_bare_minus_the_same_base_rows():
     rng = np.random.default_rng(3)
     cells = {}
     for name in ("a", "b"):
         per_seed = [{"16": {"in": rng.integers(0, 10, 4).tolist(), "in_n": [13, 11, 9, 13]}} for _ in range(4)]
         cells[f"{name}|m|t|prefix"] = {"plain": per_seed}
-    results = {"config": {"train_length": 16, "shift": 3}, "variants": {"prefix": {}}, "cells": cells}
-    got = edge_tests(results, list(cells))
-    raw = {}
-    for key, cell in cells.items():
-        rows = np.array([[c / n for c, n in zip(s["16"]["in"], s["16"]["in_n"], strict=True)] for s in cell["plain"]])
-        bare, marked = rows[:, [0, 3]].mean(1), rows[:, [1, 2]].mean(1)  # rows 0 and 3 have no prefix
-        raw[key] = stats.ttest_1samp(bare - marked, 0.0).pvalue
-        assert got[key][:3] == pytest.approx((bare.mean(), marked.mean(), (bare - marked).mean()))
-    low, high = sorted(raw.values())
-    expected = {k: (min(1, 2 * low) if v == low else max(min(1, 2 * low), high)) for k, v in raw.items()}
-    assert {k: v[3] for k, v in got.items()} == pytest.approx(expected)
+        cells[f"{name}|m|t|base"] = {"plain": [{"16": {"in": rng.integers(0, 14, 4).tolist()}} for _ in range(4)]}
+    results = {"config": {"train_length": 16, "shift": 3}, "variants": {"prefix": {}, "base": {}}, "cells": cells}
+    got = prefix_rows(results)
+    assert len(got) == 4 and all(row["learned"] for row in got.values())
+    for x in "ab":
+        rows = np.array([[c / n for c, n in zip(s["16"]["in"], s["16"]["in_n"], strict=True)]
+                         for s in cells[f"{x}|m|t|prefix"]["plain"]])
+        base = np.array([s["16"]["in"] for s in cells[f"{x}|m|t|base"]["plain"]]) / 13
+        for kind, diff in (("marked", rows[:, [0, 3]].mean(1) - rows[:, [1, 2]].mean(1)),  # rows 0, 3: no prefix
+                           ("base", (rows[:, [0, 3]] - base[:, [0, 3]]).mean(1))):  # the same rows, base model
+            row = got[f"{x} prefix bare - {kind} | m | t | before L at 16"]
+            expected = stats.ttest_1samp(diff, 0.0)
+            assert row["gap"] == pytest.approx(diff.mean()) and row["p"] == pytest.approx(expected.pvalue)
+            assert row["seeds"] == pytest.approx(tuple(expected.confidence_interval(0.95)))
+            assert row["boot"][0] <= row["gap"] + 1e-9 and row["gap"] - 1e-9 <= row["boot"][1]
+    cells["a|m|t|prefix"]["plain"][1]["16"]["in_n"] = [13, 13, 9, 13]  # another seed, other rows: refused
+    with pytest.raises(ValueError, match="different test rows"):
+        prefix_rows(results)

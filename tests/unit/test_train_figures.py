@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
 from helpers.position_schemes import MASKS, SCHEMES  # noqa: E402
-from helpers.position_stats import cell_key, contrast_list, family_of, judge_contrasts  # noqa: E402
+from helpers.position_stats import cell_key, contrast_list, family_of, judge_contrasts, third_session  # noqa: E402
 from helpers.train_figures import accuracy_by_position, accuracy_summary, position_accuracy, row_norms_figure  # noqa: E402
 from helpers.training import TASKS, VARIANTS, TrainConfig, controls_for, sweep_cells  # noqa: E402
 
@@ -29,6 +29,9 @@ def fake_results(seeds=3):
                           "by_position": rng.integers(0, 5, 64).tolist()}
         cells[cell_key(scheme, mask, task, variant)] = {
             control: [scores() for _ in range(seeds)] for control in controls_for(scheme, task, config, True)}
+        if variant == "prefix":  # rows 0 and 3 bare, 1 and 2 after a prefix: at most 12 or 9 answered positions
+            for one in cells[cell_key(scheme, mask, task, variant)]["plain"]:
+                one["16"] = {"in": rng.integers(0, 10, 4).tolist(), "in_n": [13, 12, 9, 13]}
     return {"config": CONFIG, "variants": VARIANTS, "cells": cells}
 
 
@@ -57,6 +60,14 @@ def test_every_contrast_names_trained_cells_and_falls_in_one_of_five_lists():
         assert c1 in results["cells"][first] and c2 in results["cells"][second]
     assert {family_of(name) for name in names} == {"schemes", "controls", "masks", "ablations", "second controls"}
     judged = judge_contrasts(results)
+    edges = [name for name in judged if "prefix bare - " in name]  # two per prefix cell, in the one family
+    assert len(edges) == 2 * sum(key.endswith("|prefix") for key in results["cells"]) == 16
+    assert all(judged[name]["p_holm"] is not None for name in edges)
+    for name, row in judged.items():  # claimed only when every Holm scope gives the same verdict
+        verdicts = set(row["scopes"].values())
+        assert len(row["scopes"]) == (0 if not row["learned"] else 2 if third_session(name) else 3)
+        assert (row["verdict"] == "scope-dependent") == (len(verdicts) > 1)
+        assert len(verdicts) != 1 or row["verdict"] == verdicts.pop()
     live = [row for row in judged.values() if row["learned"]]
     assert live and all(row["p_holm_list"] <= row["p_holm"] + 1e-12 for row in live)
     for row in judged.values():  # Holm counts only the comparisons the gate lets through

@@ -162,6 +162,8 @@ def test_evaluate_counts_right_answers_by_part_like_a_loop():
 @pytest.mark.parametrize("cell", [("rope", "bidirectional", "copy-back", "base"),
                                   ("t5", "causal", "copy-back", "base"),
                                   ("rope", "causal", "position-3", "prefix"),
+                                  ("t5", "bidirectional", "position-3", "prefix"),
+                                  ("alibi", "causal", "position-3", "prefix"),
                                   ("learned", "bidirectional", "copy-back", "mask-query")])
 def test_a_regeneration_agrees_with_the_results_file_within_the_seed_spread(cell):
     stored = load_results()
@@ -177,3 +179,25 @@ def test_a_regeneration_agrees_with_the_results_file_within_the_seed_spread(cell
             # another CPU's kernels change float rounding and so the training path: 3 seed spreads (at least 0.05)
             limit = max(3 * statistics.stdev(per_seed), 0.05)
             assert abs(value - per_seed[0]) <= limit, (control, n, part, value, per_seed)
+
+
+def test_the_results_file_holds_exactly_the_cells_the_sweep_trains():
+    """`make experiments` regenerates the file: every cell it trains is stored, and nothing else."""
+    stored = load_results()
+    assert set(stored["cells"]) == {cell_key(*cell) for cell in training.sweep_cells()}
+    assert all(len(controls["plain"]) == len(stored["seeds"]) for controls in stored["cells"].values())
+
+
+def test_a_bare_prefix_test_row_is_the_base_model_s_row_so_bare_minus_base_is_paired_row_by_row():
+    config, L = TrainConfig(), TrainConfig().train_length
+    prefixed = dataclasses.replace(config, **training.VARIANTS["prefix"])
+    n = config.test_lengths[0]  # evaluate's generators for the length L
+    seeds = (torch.Generator().manual_seed(config.test_seed + n),
+             torch.Generator().manual_seed(config.test_seed + n + training.EXTRA_SEED))
+    ids, targets = make_batch("position-3", config.test_rows, n, prefixed, *seeds)
+    base_ids, base_targets = make_batch("position-3", config.test_rows, n, config,
+                                        torch.Generator().manual_seed(config.test_seed + n))
+    bare = (ids != 0).all(dim=1)  # no padding id: r = 0
+    assert int(bare.sum()) == 7 and L - config.shift == int((targets[bare] != -100).sum(1)[0])
+    assert torch.equal(ids[bare], base_ids[bare]) and torch.equal(targets[bare], base_targets[bare])
+    assert not torch.equal(ids[~bare], base_ids[~bare])
