@@ -14,8 +14,7 @@ from scipy import stats
 from helpers.relative_positions import t5_buckets
 
 __all__ = ["CONTRAST_HEAD", "cell_key", "rates", "interval", "as_text", "judge_contrasts", "contrast_rows", "state",
-           "untrained_bucket_share", "edge_split", "prefix_rows", "bare_rows",
-           "scope_rows", "p_text"]
+           "untrained_bucket_share", "bare_rows", "scope_rows"]
 
 CLAIM_GAP = 0.05  # the smallest gap the chapter calls a difference (three quarters of chance, 1/15)
 RESAMPLES = 2000
@@ -318,12 +317,6 @@ def bare_rows(results: dict, key: str) -> np.ndarray:
     if not (answered == answered[0]).all():
         raise ValueError(f"cell {key!r}: the seeds met different test rows")
     return (L - config["shift"] - answered[0]) == 0
-
-
-def edge_split(results: dict, key: str) -> np.ndarray:
-    """Per seed, accuracy before L at L on the prefix cell's bare-edge rows and on its marked rows: (seeds, 2)."""
-    bare, right = bare_rows(results, key), rates(results, key, results["config"]["train_length"], "in")
-    return np.stack([right[:, bare].mean(1), right[:, ~bare].mean(1)], axis=1)
 
 
 def as_text(mean_low_high) -> str:

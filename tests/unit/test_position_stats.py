@@ -9,7 +9,7 @@ from scipy import stats
 from transformers.models.t5.modeling_t5 import T5Attention
 
 from helpers.position_stats import (
-    edge_split,
+    bare_rows,
     holm,
     interval,
     paired_gap,
@@ -99,7 +99,7 @@ def test_rates_divide_by_the_scored_positions_and_bad_names_are_clear_errors():
     prefixed = {"config": {"train_length": 16, "shift": 3}, "variants": {"prefix": {}},
                 "cells": {"a|b|c|prefix": {"plain": [{"16": {"in": [13, 0, 9], "in_n": [13, 12, 9]}},
                                                      {"16": {"in": [0, 6, 9], "in_n": [13, 12, 9]}}]}}}
-    assert edge_split(prefixed, "a|b|c|prefix").tolist() == [[1.0, 0.5], [0.0, 0.75]]  # row 0 has no prefix
+    assert bare_rows(prefixed, "a|b|c|prefix").tolist() == [True, False, False]  # row 0 has no prefix
     with pytest.raises(KeyError, match="no cell"):
         rates(results, "rope", 32, "in")
     with pytest.raises(KeyError, match="no control"):
