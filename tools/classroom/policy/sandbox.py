@@ -17,7 +17,7 @@ import zmq
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
-from tools.classroom.policy import cgroups, handles
+from tools.classroom.policy import cgroups, handles, runs
 from tools.classroom.policy.gate import Gate
 from tools.classroom.policy.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
@@ -29,7 +29,7 @@ INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap
 def private_folder(prefix: str) -> Path:
     """A fresh folder for one sandbox, inside a run folder of its own (mkdtemp: a random name, 0700, the grader's):
     never directly in /tmp, where every local user could list it or read what is left in it."""
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=tempfile.mkdtemp(prefix=cgroups.RUN_FOLDERS)))
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=runs.make()))
 
 
 def size_folder(folder: Path, mb: int = POLICY.scratch_mb, mode: str = "0700") -> None:
@@ -48,6 +48,8 @@ def release(folder: Path) -> None:
     cgroups.release(folder)
     if folder.parent.name.startswith(cgroups.RUN_FOLDERS):  # its own run folder (private_folder), once empty
         with contextlib.suppress(OSError):
+            if os.listdir(folder.parent) == [runs.STAMP]:
+                os.unlink(folder.parent / runs.STAMP)
             folder.parent.rmdir()
 
 
