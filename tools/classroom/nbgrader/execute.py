@@ -95,6 +95,9 @@ class SandboxedExecute(Execute):
             self._run(nb, resources, km, report, started)
         finally:
             report["notes"] += [self._tests.refused] if self._tests.refused else []
+            report["trusted_memory_cap"] = self._tests.fork_cap or "its own sandbox's (a fresh trusted process)"
+            if self._tests.fork_cap.startswith("none"):
+                report["notes"].append(f"the trusted fork's memory: {self._tests.fork_cap}")
             report["oom_kills"] = oom_kills(scratch)
             self._tests.close()
             report["seconds"]["notebook"] = round(time.monotonic() - started, 2)
