@@ -4,8 +4,10 @@ group) with one huge output, nor lose the cells after it (attack review 46b-2)."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -15,7 +17,7 @@ import tracemalloc
 import pytest
 import zmq
 
-from tools.classroom.policy.gate import Gate
+from tools.classroom.policy.gate import FRAME_COST, Gate
 from tools.environment import ROOT
 
 CAP = 8 << 20
@@ -85,6 +87,80 @@ def test_a_kernel_that_is_not_zmtp_3_is_cut_off(tmp_path):
     gate.close()
     signature = b"\xff" + bytes(8) + b"\x7f"
     assert seen == signature[:len(seen)], seen  # at most the signature: the version byte was never passed on
+
+
+def _ready(socket_type: bytes) -> bytes:
+    """A READY command as libzmq sends it (NULL mechanism): its Socket-Type property."""
+    body = b"\x05READY" + b"\x0bSocket-Type" + struct.pack(">I", len(socket_type)) + socket_type
+    return bytes([0x04, len(body)]) + body
+
+
+def _frame(data: bytes, more: bool) -> bytes:
+    return bytes([0x02 | more]) + struct.pack(">Q", len(data)) + data
+
+
+@contextlib.contextmanager
+def raw_kernel(tmp_path, send):
+    """A kernel's ROUTER socket spoken by hand: greeting, READY, then `send(peer)`; yields (a DEALER connected
+    through a gate, the gate, a list that gets True once the gate ended the kernel's connection)."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(f"{tmp_path}/kernel-1")
+    server.listen(1)
+    gate, ended = Gate(f"{tmp_path}/kernel", [1], CAP), []
+
+    def kernel():
+        peer = server.accept()[0]
+        peer.sendall(b"\xff" + bytes(8) + b"\x7f\x03\x01" + b"NULL" + bytes(16) + b"\x01" + bytes(31))
+        peer.recv(64)
+        peer.sendall(_ready(b"ROUTER"))
+        try:
+            send(peer)
+        except OSError:
+            ended.append(True)
+
+    thread = threading.Thread(target=kernel, daemon=True)
+    thread.start()
+    context = zmq.Context()
+    dealer = context.socket(zmq.DEALER)
+    dealer.rcvhwm, dealer.rcvtimeo = 4, 3000
+    dealer.connect(f"ipc://{gate.ip}-1")
+    try:
+        yield dealer, gate, ended, thread
+    finally:
+        gate.close()
+        context.destroy(linger=0)
+        server.close()
+
+
+def test_commands_a_kernel_never_sends_end_its_connection(tmp_path):
+    """SUBSCRIBE commands with MORE set: libzmq would join them into one message no cap counts (attack review
+    46c-1). The gate ends the connection at the first one; nothing reaches the grader's socket."""
+    bomb = bytes([0x07, 0xFF]) + b"\x09SUBSCRIBE" + bytes(0xFF - 10)  # a command with MORE set
+
+    def send(peer):
+        for _ in range(3000):
+            peer.sendall(bomb)
+        peer.sendall(_frame(b"last", False))
+
+    with raw_kernel(tmp_path, send) as (dealer, gate, ended, thread):
+        thread.join(30)
+        with pytest.raises(zmq.Again):
+            dealer.recv_multipart()
+        assert ended == [True] and gate.dropped == []
+
+
+def test_a_message_of_many_small_frames_is_dropped_whole(tmp_path):
+    """A message of 100,000 empty frames (200 KB on the wire, but a frame costs the grader ~330 B in libzmq and
+    jupyter_client: 46c-2) is over MAX_FRAMES: dropped whole, and the next message arrives."""
+
+    def send(peer):
+        peer.sendall(_frame(b"", True) * 100_000 + _frame(b"end", False))
+        peer.sendall(_frame(b"next", False))
+        time.sleep(2)
+
+    with raw_kernel(tmp_path, send) as (dealer, gate, ended, thread):
+        assert dealer.recv_multipart() == [b"next"]
+        assert len(gate.dropped) == 1 and gate.dropped[0] > 100_000 * FRAME_COST, gate.dropped
 
 
 RUN = r"""

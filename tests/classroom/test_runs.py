@@ -28,6 +28,17 @@ def _mounted(path: Path) -> bool:
     return any(line.split()[4] == str(path) for line in Path("/proc/self/mountinfo").read_text().splitlines())
 
 
+def _deep(folder: Path, levels: int) -> None:
+    """`levels` folders, each inside the last (made through descriptors: the path is longer than PATH_MAX)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(levels):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+
+
 @pytest.fixture
 def folders():
     made = {}
@@ -49,7 +60,12 @@ def test_a_crashed_graders_run_folder_is_swept_and_nothing_else(folders):
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", scratch], check=True)
     folders["live"] = runs.make()  # this process: still running
     folders["reused"] = runs.make()  # this pid, but another process's start time: the maker is gone
-    (folders["reused"] / runs.STAMP).write_text(f"{os.getpid()} 1")
+    stamp = (folders["reused"] / runs.STAMP).read_text().split()
+    (folders["reused"] / runs.STAMP).write_text(" ".join([stamp[0], "1", *stamp[2:]]))
+    folders["elsewhere"] = _crashed()  # made in another pid namespace (a container sharing /tmp): not ours to judge
+    stamp = (folders["elsewhere"] / runs.STAMP).read_text().split()
+    (folders["elsewhere"] / runs.STAMP).write_text(" ".join([*stamp[:2], "1", stamp[3]]))
+    _deep(folders["crashed"], 2000)  # a student's scratch left 2000 folders deep: shutil.rmtree recurses
     folders["unstamped"] = runs.make()  # being made, or made by older code: left alone
     (folders["unstamped"] / runs.STAMP).unlink()
     folders["open"] = _crashed()  # this uid's, but others may enter it: not one of the grader's private folders
@@ -62,7 +78,7 @@ def test_a_crashed_graders_run_folder_is_swept_and_nothing_else(folders):
     assert folders["crashed"].name in swept and folders["reused"].name in swept
     assert not folders["crashed"].exists() and not _mounted(folders["crashed"] / "scratch")
     assert not folders["reused"].exists()
-    for kept in ("live", "unstamped", "open", "target", "link"):
+    for kept in ("live", "unstamped", "open", "target", "link", "elsewhere"):
         assert folders[kept].exists() and folders[kept].name not in swept, kept
     assert (folders["target"] / runs.STAMP).exists()
 
@@ -83,3 +99,14 @@ def test_a_process_that_is_gone_has_no_start_time():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()  # reaped: its pid names nothing
     assert runs.start_time(child.pid) is None and runs.start_time(os.getpid()) == runs.start_time("self")
+
+
+def test_a_sandbox_folder_however_deep_is_released(bwrap):
+    """A student's scratch 3000 folders deep (shutil.rmtree raises RecursionError there): removed, tmpfs and all."""
+    from tools.classroom.policy import sandbox
+
+    scratch = sandbox.private_folder("grading-")
+    sandbox.size_folder(scratch)
+    _deep(scratch, 3000)
+    sandbox.release(scratch)
+    assert not scratch.exists() and not scratch.parent.exists() and not _mounted(scratch)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -94,20 +94,24 @@ class SandboxedExecute(Execute):
         try:
             self._run(nb, resources, km, report, started)
         finally:
-            report["notes"] += [self._tests.refused] if self._tests.refused else []
-            report["trusted_memory_cap"] = self._tests.fork_cap or "its own sandbox's (a fresh trusted process)"
-            if self._tests.fork_cap.startswith("none"):
-                report["notes"].append(f"the trusted fork's memory: {self._tests.fork_cap}")
-            report["oom_kills"] = oom_kills(scratch)
-            self._tests.close()
-            report["seconds"]["notebook"] = round(time.monotonic() - started, 2)
-            for gate in self.kernel_manager_class.gates:
-                gate.close()
-            shutil.rmtree(scratch, ignore_errors=True)
-            release(scratch)
-            if self.report_path:
-                Path(self.report_path).write_text(json.dumps(report, indent=1))
+            with contextlib.ExitStack() as cleanup:  # in reverse order, each even if one before it failed
+                cleanup.callback(self._write_report, report)
+                cleanup.callback(release, scratch)  # its tmpfs unmounted first, then removed, however deep
+                cleanup.callback(lambda: report["seconds"].update(notebook=round(time.monotonic() - started, 2)))
+                for gate in self.kernel_manager_class.gates:
+                    cleanup.callback(gate.close)
+                cleanup.callback(self._tests.close)
+                report["notes"] += [self._tests.refused] if self._tests.refused else []
+                report["trusted_memory_cap"] = self._tests.fork_cap or "its own sandbox's (a fresh trusted process)"
+                if self._tests.fork_cap.startswith("none"):
+                    report["notes"].append(f"the trusted fork's memory: {self._tests.fork_cap}")
+                report["oom_kills"] = oom_kills(scratch)
+                report["dropped"] = self._dropped()
         return self.nb, self.resources
+
+    def _write_report(self, report: dict) -> None:
+        if self.report_path:
+            Path(self.report_path).write_text(json.dumps(report, indent=1))
 
     def _warm_server(self, resources) -> str:
         """With warm_servers: this process's server for the assignment's source notebook (the teacher's), or ''."""

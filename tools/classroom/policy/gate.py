@@ -21,6 +21,8 @@ from tools.classroom.policy import runs
 
 GREETING = 64  # bytes: signature (10), version (2), mechanism (20), as-server (1), filler (31)
 COMMAND_CAP = 1 << 16  # a ZMTP command (READY, PING) is small; a larger one ends the connection
+MAX_FRAMES = 64  # frames of one message: identities, delimiter, signature, four dicts, a few buffers
+FRAME_COST = 512  # bytes charged per frame on top of its own: what a frame costs the grader (libzmq, memoryviews)
 CHUNK = 1 << 20
 
 
@@ -71,9 +73,18 @@ class _Reader:
             self.at, size = self.at + taken, size - taken
 
 
+def _command(flags: int, body: bytes, ready: bool) -> bool:
+    """Whether a kernel may send this command now: READY once, first; then PING, PONG or ERROR. Never with MORE
+    (libzmq would join the parts into one message no cap counts), never SUBSCRIBE or CANCEL (a publisher's peer
+    sends those, never a kernel)."""
+    name = body[1:1 + body[0]] if body else b""
+    return not flags & 0x01 and (name == b"READY") != ready and name in (b"READY", b"PING", b"PONG", b"ERROR")
+
+
 def pump_capped(kernel: socket.socket, client: socket.socket, cap: int, dropped: list[int]) -> None:
-    """Copy ZMTP from `kernel` to `client`, each message whole if its frames total at most `cap` bytes; a larger one
-    is skipped unread, its declared size appended to `dropped`. Returns when a side closes or ZMTP is broken."""
+    """Copy ZMTP from `kernel` to `client`, each message whole if it has at most MAX_FRAMES frames and its frames
+    total at most `cap` bytes (FRAME_COST counted for each frame); a larger one is skipped unread, its size so far
+    appended to `dropped`. Returns when a side closes or the kernel breaks ZMTP or sends a command it may not."""
     greeting = b""
     while len(greeting) < GREETING:  # forwarded as it comes: libzmq sends its greeting in steps, waiting in between
         data = kernel.recv(GREETING - len(greeting))
@@ -81,30 +92,37 @@ def pump_capped(kernel: socket.socket, client: socket.socket, cap: int, dropped:
             return
         greeting += data
         client.sendall(data)
-    reader, message, size, dropping = _Reader(kernel), [], 0, False
+    reader, message, size, frames, dropping, ready = _Reader(kernel), bytearray(), 0, 0, False, False
     while True:
         flags = reader.exact(1)[0]
         if flags & ~0x07:  # reserved bits
             return
         head = reader.exact(8 if flags & 0x02 else 1)
         length = struct.unpack(">Q", head)[0] if flags & 0x02 else head[0]
-        if flags & 0x04:  # a command: never inside a message, never large
+        if flags & 0x04:  # a command: never inside a message, never large, only those a kernel's socket sends
             if message or dropping or length > COMMAND_CAP:
                 return
-            client.sendall(bytes([flags]) + head + reader.exact(length))
+            body = reader.exact(length)
+            if not _command(flags, body, ready):
+                return
+            ready = True
+            client.sendall(bytes([flags]) + head + body)
             continue
-        size += 1 + len(head) + length
-        if dropping or size > cap:
-            dropping, message = True, []
+        if not ready:  # a message before READY: not ZMTP
+            return
+        size, frames = size + FRAME_COST + len(head) + length, frames + 1
+        if dropping or size > cap or frames > MAX_FRAMES:
+            dropping, message = True, bytearray()
             reader.skip(length)
         else:
-            message += [bytes([flags]), head, reader.exact(length)]
+            message += bytes([flags]) + head
+            message += reader.exact(length)
         if not flags & 0x01:  # the message's last frame
             if dropping:
                 dropped.append(size)
             else:
-                client.sendall(b"".join(message))
-            message, size, dropping = [], 0, False
+                client.sendall(message)
+            message, size, frames, dropping = bytearray(), 0, 0, False
 
 
 def _copy(source: socket.socket, target: socket.socket) -> None:

@@ -117,6 +117,7 @@ class TrustedTests:
             except frames.FrameError as error:
                 self.setup_result = _failed("GradingError", f"the grader's test process did not start ({error})")
             if self.connection is not None and self.setup_result.get("op") != "result":  # no fork: start one here
+                self.fork_cap = ""  # a fresh process, in a sandbox of its own
                 self.close(keep_scratch=True)
                 self.server = ""
                 self.start(self.setup, self.setup_deadline - time.monotonic())

@@ -3,14 +3,14 @@ so that one left by a grader killed before it cleaned up is removed (the tmpfs m
 
 The sweep enters only folders of this uid that nobody else may enter, through a descriptor opened without following
 links; it reads the stamp through that descriptor; a maker that is gone, or whose pid now names a younger process,
-means the folder is an orphan. A folder without a stamp (being made, or made by older code) is left alone.
+means the folder is an orphan (as does a stamp from an earlier boot). A folder without a stamp (being made, or made by
+older code), or made in another pid namespace (a grader in a container sharing /tmp), is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -19,7 +19,12 @@ from pathlib import Path
 from tools.classroom.policy import handles
 from tools.classroom.policy.cgroups import RUN_FOLDERS
 
-STAMP = ".maker"  # "<pid> <start time in clock ticks since boot>" of the process that made the folder
+STAMP = ".maker"  # "<pid> <start time> <pid namespace> <boot id>" of the process that made the folder
+
+
+def _where() -> str:
+    """This process's pid namespace and boot: a pid means something only within both."""
+    return f"{os.stat('/proc/self/ns/pid').st_ino} {Path('/proc/sys/kernel/random/boot_id').read_text().strip()}"
 
 
 def start_time(pid: int | str) -> str | None:
@@ -34,22 +39,29 @@ def start_time(pid: int | str) -> str | None:
 def make(prefix: str = RUN_FOLDERS) -> Path:
     """A fresh run folder in /tmp, stamped with this process."""
     run = Path(tempfile.mkdtemp(prefix=prefix))
-    handles.write_private(run, STAMP, f"{os.getpid()} {start_time('self')}".encode(), None)
+    handles.write_private(run, STAMP, f"{os.getpid()} {start_time('self')} {_where()}".encode(), None)
     return run
 
 
-def _stamp(folder: int) -> tuple[str, str] | None:
-    """The (pid, start time) stamped in the open folder `folder`: a regular file of this uid, or None."""
+def remove(path: Path | str) -> None:
+    """Remove a folder and everything in it, however deep (rm's fts: no recursion limit, links not followed, no
+    other file system entered); what cannot be removed is left."""
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True)
+
+
+def _stamp(folder: int) -> tuple[str, str, str, str] | None:
+    """(pid, start time, pid namespace, boot id) stamped in the open folder `folder` (a regular file of this uid),
+    or None."""
     try:
         fd = os.open(STAMP, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_size > 64:
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_size > 256:
             return None
-        words = file.read(64).split()
-    return (words[0].decode(), words[1].decode()) if len(words) == 2 and words[0].isdigit() else None
+        words = [word.decode() for word in file.read(256).split()]
+    return tuple(words) if len(words) == 4 and words[0].isdigit() else None
 
 
 def _orphan(tmp: int, name: str) -> bool:
@@ -62,8 +74,10 @@ def _orphan(tmp: int, name: str) -> bool:
         info = os.fstat(fd)
         if info.st_uid != os.geteuid() or info.st_mode & 0o077:  # another user's, or one others may enter
             return False
-        stamp = _stamp(fd)
-        if stamp is None or start_time(stamp[0]) == stamp[1]:  # no stamp, or its maker still runs
+        stamp, (namespace, boot) = _stamp(fd), _where().split()
+        if stamp is None or (stamp[3] == boot and stamp[2] != namespace):  # no stamp; a maker we cannot see
+            return False
+        if stamp[3] == boot and start_time(stamp[0]) == stamp[1]:  # its maker still runs (since the last boot)
             return False
         now = os.stat(name, dir_fd=tmp, follow_symlinks=False)  # the name is still this folder (sticky /tmp: only
         return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)  # its owner could have moved it)
@@ -87,14 +101,19 @@ def sweep() -> list[str]:
     descriptor = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for name in os.listdir(descriptor):
-            if name.startswith(RUN_FOLDERS) and _orphan(descriptor, name):
+            try:  # one folder's trouble is that folder's: the others are still swept
+                if not (name.startswith(RUN_FOLDERS) and _orphan(descriptor, name)):
+                    continue
+                path = os.path.join(tmp, name)  # checked: ours, in sticky /tmp, which only its owner may rename
                 if os.geteuid() == 0:
-                    _unmount_under(os.path.join(tmp, name))
-                shutil.rmtree(name, ignore_errors=True, dir_fd=descriptor)  # another sweep's first: already gone
-                with contextlib.suppress(FileNotFoundError):
+                    _unmount_under(path)
+                remove(path)
+                with contextlib.suppress(FileNotFoundError):  # gone: removed here, or by another sweep
                     os.stat(name, dir_fd=descriptor, follow_symlinks=False)
                     continue  # a mount still busy: the next sweep
                 removed.append(name)
+            except Exception:  # noqa: BLE001,S112 (a sweep never stops grading)
+                continue
     finally:
         os.close(descriptor)
     return removed

@@ -44,7 +44,7 @@ def release(folder: Path) -> None:
     """After the sandbox: its folder's tmpfs unmounted, the folder removed, its cgroups released."""
     if os.path.ismount(folder):
         subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    runs.remove(folder)  # however deep the student made it (shutil.rmtree recurses: RecursionError)
     cgroups.release(folder)
     if folder.parent.name.startswith(cgroups.RUN_FOLDERS):  # its own run folder (private_folder), once empty
         with contextlib.suppress(OSError):
