@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -34,6 +34,8 @@ STARTUP_LIMIT = POLICY.startup_s  # seconds for the sandboxed kernel to start an
 CELL_OUTPUT_CAP = POLICY.cell_output  # characters of output one cell keeps
 NOTEBOOK_OUTPUT_CAP = POLICY.notebook_output  # characters of output the whole notebook keeps
 ERROR_CAP = 10_000  # characters of an error's message, and of each line of its traceback
+MESSAGE_DROPPED = ("\n[output cut here by the grader: a message of {size} bytes from the kernel, over the cap of "
+                   f"{POLICY.message} bytes, was dropped unread]\n")
 
 
 def _grade_id(cell: NotebookNode) -> str:
@@ -60,6 +62,8 @@ class SandboxedExecute(Execute):
     setup_timeout = Integer(POLICY.setup_s, help="seconds for the setup (and install) cell").tag(config=True)
     cell_timeout = Integer(POLICY.cell_s, help="seconds for any other cell").tag(config=True)
     notebook_timeout = Integer(NOTEBOOK_LIMIT, help="seconds for the whole notebook, tests included").tag(config=True)
+    iopub_timeout = Integer(30, help="seconds a cell's last outputs may take after its reply: a large output (one "
+                                     "the gate drops unread, too) still arrives whole").tag(config=True)
     memory_mb = Integer(MEMORY_LIMIT_MB, help="the kernel's memory cap (RLIMIT_DATA), in MiB").tag(config=True)
     report_path = Unicode("", help="where to write the JSON report of the run").tag(config=True)
     trusted_server = Unicode("", help="the socket of a warm trusted server (warm.py), or ''").tag(config=True)
@@ -90,15 +94,24 @@ class SandboxedExecute(Execute):
         try:
             self._run(nb, resources, km, report, started)
         finally:
-            report["notes"] += [self._tests.refused] if self._tests.refused else []
-            report["oom_kills"] = oom_kills(scratch)
-            self._tests.close()
-            report["seconds"]["notebook"] = round(time.monotonic() - started, 2)
-            shutil.rmtree(scratch, ignore_errors=True)
-            release(scratch)
-            if self.report_path:
-                Path(self.report_path).write_text(json.dumps(report, indent=1))
+            with contextlib.ExitStack() as cleanup:  # in reverse order, each even if one before it failed
+                cleanup.callback(self._write_report, report)
+                cleanup.callback(release, scratch)  # its tmpfs unmounted first, then removed, however deep
+                cleanup.callback(lambda: report["seconds"].update(notebook=round(time.monotonic() - started, 2)))
+                for gate in self.kernel_manager_class.gates:
+                    cleanup.callback(gate.close)
+                cleanup.callback(self._tests.close)
+                report["notes"] += [self._tests.refused] if self._tests.refused else []
+                report["trusted_memory_cap"] = self._tests.fork_cap or "its own sandbox's (a fresh trusted process)"
+                if self._tests.fork_cap.startswith("none"):
+                    report["notes"].append(f"the trusted fork's memory: {self._tests.fork_cap}")
+                report["oom_kills"] = oom_kills(scratch)
+                report["dropped"] = self._dropped()
         return self.nb, self.resources
+
+    def _write_report(self, report: dict) -> None:
+        if self.report_path:
+            Path(self.report_path).write_text(json.dumps(report, indent=1))
 
     def _warm_server(self, resources) -> str:
         """With warm_servers: this process's server for the assignment's source notebook (the teacher's), or ''."""
@@ -143,6 +156,10 @@ class SandboxedExecute(Execute):
             outs.append(NotebookNode(output_type="stream", name="stderr",
                                      text=f"\n[output cut here by the grader: the {cap} output cap was reached]\n"))
         return None
+
+    def _dropped(self) -> list[int]:
+        """The sizes of the kernel's messages its gate dropped so far (over the cap: never read by this process)."""
+        return [size for gate in self.kernel_manager_class.gates for size in gate.dropped]
 
     def _run_in_kernel(self, code: str, timeout: float) -> str | None:
         """Run one grader cell in the student's kernel, its outputs dropped; None, or why it did not finish."""
@@ -215,6 +232,7 @@ class SandboxedExecute(Execute):
             return cell, resources
         limit = self.setup_timeout if grade_id in SLOW_CELLS else self.cell_timeout
         self.timeout = int(max(1, min(limit, left)))
+        dropped = len(self._dropped())
         try:
             super().preprocess_cell(cell, resources, index)
             if not run_sync(self.kc.is_alive)():  # a kernel that died after its reply: what nbclient checks too
@@ -226,6 +244,11 @@ class SandboxedExecute(Execute):
             report["not_graded"].append(grade_id)
             return cell, resources
         self._count = max(self._count, cell.get("execution_count") or 0)
+        for size in self._dropped()[dropped:]:  # said in the cell and the record; the cell's other outputs kept
+            note = MESSAGE_DROPPED.format(size=size)
+            cell.outputs.append(NotebookNode(output_type="stream", name="stderr", text=note))
+            if index not in report["truncated"]:
+                report["truncated"].append(index)
         report["seconds"][grade_id or str(index)] = round(time.monotonic() - tick, 2)
         self._last = grade_id or str(index)
         if any(out.get("ename") == "CellTimeoutError" for out in cell.outputs):

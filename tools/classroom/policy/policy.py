@@ -36,6 +36,8 @@ class SandboxPolicy:
     startup_s: int = 180  # the kernel's start
     cell_output: int = 1_000_000  # characters of output one cell keeps
     notebook_output: int = 5_000_000  # characters the whole notebook keeps
+    message: int = 8 << 20  # bytes of one ZeroMQ message from a kernel (gate.py): a larger one is dropped unread
+    queued: int = 4  # messages the grader's ZeroMQ client queues per socket (RCVHWM): then the kernel waits
 
     def __post_init__(self):
         if self.network:

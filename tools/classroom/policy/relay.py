@@ -5,15 +5,18 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import select
 import shutil
+import socket
 import stat
+import struct
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tools.classroom.policy import handles, sandbox, warm
+from tools.classroom.policy import cgroups, handles, sandbox, warm
 from tools.classroom.policy.sandbox import MEMORY_LIMIT_MB
 from tools.classroom.protocol import frames
 from tools.classroom.protocol.frames import REPLY_CAP
@@ -77,6 +80,7 @@ class TrustedTests:
         self.process, self.setup, self.setup_result, self.setup_deadline = None, None, None, 0.0
         self.server, self.connection, self.fds = server, None, (-1, -1)  # (from it, to it)
         self.refused = ""  # why the warm server given was refused (not the grader's), if it was
+        self.fork_cap = ""  # how a fork of the warm server is capped in memory (its own cgroup), once one answered
         self.scratch = sandbox.private_folder("grading-tests-")
         self.calls = 0
 
@@ -87,6 +91,7 @@ class TrustedTests:
         if self.server:
             try:  # the server's folder, socket and process are checked first: not one another user put there
                 self.connection = warm.connect_trusted(self.server, 10)
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the fork's pid, as the host's
                 self.fds = (self.connection.fileno(), self.connection.fileno())
                 frames.send(self.fds[1], {"op": "fork", "setup": setup})
                 return
@@ -105,15 +110,59 @@ class TrustedTests:
     def _setup_done(self) -> dict:
         if self.setup_result is None:
             try:
+                sender = self._sender() if self.connection is not None else None
                 self.setup_result = frames.receive(self.fds[0], self.setup_deadline)
+                if self.connection is not None:
+                    self.fork_cap = self._cap_fork(sender, self.setup_result)
             except frames.FrameError as error:
                 self.setup_result = _failed("GradingError", f"the grader's test process did not start ({error})")
             if self.connection is not None and self.setup_result.get("op") != "result":  # no fork: start one here
+                self.fork_cap = ""  # a fresh process, in a sandbox of its own
                 self.close(keep_scratch=True)
                 self.server = ""
                 self.start(self.setup, self.setup_deadline - time.monotonic())
                 return self._setup_done()
         return self.setup_result
+
+    def _sender(self) -> tuple[int, int] | None:
+        """(pid, uid) of the process that wrote the first bytes waiting on the connection, as the host sees them
+        (SCM_CREDENTIALS, filled in by the kernel), without reading them; None if none came in time."""
+        if not select.select([self.connection], [], [], max(0.0, self.setup_deadline - time.monotonic()))[0]:
+            return None
+        try:
+            _, ancillary, _, _ = self.connection.recvmsg(1, socket.CMSG_SPACE(12), socket.MSG_PEEK)
+        except OSError:  # the server hung up: frames.receive says so
+            return None
+        for level, kind, data in ancillary:
+            if (level, kind) == (socket.SOL_SOCKET, socket.SCM_CREDENTIALS) and len(data) == 12:
+                pid, uid, _ = struct.unpack("3i", data)
+                return pid, uid
+        return None
+
+    def _cap_fork(self, sender: tuple[int, int] | None, result: dict) -> str:
+        """Move the fork that answered into a memory cgroup of its own (`memory_mb`, as a kernel's) before it runs a
+        test: the process that wrote its first frame, of the server's uid, whose own pid is the one it reported.
+        How it is capped, or 'none: why'."""
+        if sender is None or result.get("op") != "result" or type(result.get("pid")) is not int:
+            return "none: no fork answered"
+        pid, uid = sender
+        if uid != warm.trusted_owner(Path(self.server).parent):
+            return f"none: the fork runs as uid {uid}, not as its server"
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            return "none: the fork is gone already"
+        inner = next((line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:")), "")
+        if inner != str(result["pid"]):  # not the fork that answered (the server, or a pid reused)
+            return f"none: process {pid} is not the fork {result['pid']}"
+        group = cgroups.memory_cgroup(self.scratch, self.memory_mb)
+        if group is None:
+            return f"none: {cgroups.problem('memory')}; the forks share their server's group"
+        try:
+            (group / "cgroup.procs").write_text(str(pid))
+        except OSError as error:
+            return f"none: {error}; the forks share their server's group"
+        return f"memory cgroup ({self.memory_mb} MiB for this fork, no swap, inside the grader's own)"
 
     def run(self, grade_id: str, source: str, timeout: float, setup_timeout: float) -> dict:
         """Grade one test cell: {'status': 'passed' | 'visible' | 'hidden', 'ename', 'evalue', 'traceback'}."""

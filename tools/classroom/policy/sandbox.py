@@ -13,10 +13,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import zmq
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 
-from tools.classroom.policy import cgroups, handles
+from tools.classroom.policy import cgroups, handles, runs
+from tools.classroom.policy.gate import Gate
 from tools.classroom.policy.policy import POLICY, SandboxPolicy
 from tools.environment import ROOT
 
@@ -27,7 +29,7 @@ INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install -y bubblewrap
 def private_folder(prefix: str) -> Path:
     """A fresh folder for one sandbox, inside a run folder of its own (mkdtemp: a random name, 0700, the grader's):
     never directly in /tmp, where every local user could list it or read what is left in it."""
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=tempfile.mkdtemp(prefix=cgroups.RUN_FOLDERS)))
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=runs.make()))
 
 
 def size_folder(folder: Path, mb: int = POLICY.scratch_mb, mode: str = "0700") -> None:
@@ -42,10 +44,12 @@ def release(folder: Path) -> None:
     """After the sandbox: its folder's tmpfs unmounted, the folder removed, its cgroups released."""
     if os.path.ismount(folder):
         subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    runs.remove(folder)  # however deep the student made it (shutil.rmtree recurses: RecursionError)
     cgroups.release(folder)
     if folder.parent.name.startswith(cgroups.RUN_FOLDERS):  # its own run folder (private_folder), once empty
         with contextlib.suppress(OSError):
+            if os.listdir(folder.parent) == [runs.STAMP]:
+                os.unlink(folder.parent / runs.STAMP)
             folder.parent.rmdir()
 
 
@@ -262,7 +266,10 @@ def bwrap_problem() -> str | None:
 
 def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote: str = "") -> type[AsyncKernelManager]:
     """A kernel manager whose kernel runs in a sandbox around `scratch`, reached over Unix sockets there: a fresh
-    one, or one forked by the kernel zygote listening at `zygote` (scratch then lies in the zygote's folder)."""
+    one, or one forked by the kernel zygote listening at `zygote` (scratch then lies in the zygote's folder).
+
+    The grader's sockets (its client's, and its own control socket) reach the kernel through a gate (gate.py),
+    listed in the class's `gates`: the caller closes them and reads how many messages each dropped."""
     uid = sandbox_uid(scratch)
     zygote = zygote if uid is not None else ""  # a zygote's kernel runs as its sandbox's own uid, or not at all
     if zygote:
@@ -279,11 +286,21 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
     class SandboxedKernelManager(AsyncKernelManager):
         """ipykernel inside bwrap; interrupts go as messages (a signal would reach bwrap, not the kernel)."""
 
+        gates: list[Gate] = []
+
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
+            self.context.setsockopt(zmq.RCVHWM, POLICY.queued)  # its own control socket's queue
             self.transport = "ipc"  # the kernel has no network, not even loopback: sockets are files in scratch
             self.ip = str(scratch / "kernel")
             self.connection_file = str(scratch / "kernel.json")
+
+        def client(self, **kwargs):
+            """Its client, each socket queueing at most `POLICY.queued` messages (of at most `POLICY.message` bytes,
+            the gate's cap) before the kernel must wait: what the grader holds of a kernel's output is bounded."""
+            client = super().client(**kwargs)
+            client.context.setsockopt(zmq.RCVHWM, POLICY.queued)  # before its sockets are made
+            return client
 
         @property
         def kernel_spec(self):
@@ -296,6 +313,7 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
             (handles.write_private), 0600 and the kernel's uid's."""
             private = tempfile.mkdtemp(prefix="grading-connection-")  # 0700, a random name: nobody else's
             try:
+                self.ip = str(scratch / "kernel")  # where the kernel binds; the grader connects through the gate
                 self.connection_file = os.path.join(private, "kernel.json")
                 super().write_connection_file(**kwargs)
                 data = Path(self.connection_file).read_bytes()
@@ -303,13 +321,19 @@ def kernel_manager_class(scratch: Path, memory_mb: int = MEMORY_LIMIT_MB, zygote
                 self.connection_file = str(scratch / "kernel.json")
                 shutil.rmtree(private, ignore_errors=True)
             handles.write_private(scratch, "kernel.json", data, sandbox_uid(scratch))
+            ports = [self.shell_port, self.iopub_port, self.stdin_port, self.hb_port, self.control_port]
+            self.gates.append(Gate(self.ip, ports, POLICY.message))
 
         async def start_kernel(self, **kwargs):
             kwargs.setdefault("stdout", subprocess.DEVNULL)  # ipykernel's banner; the notebook gets the output
             kwargs.setdefault("stderr", subprocess.DEVNULL)
             if zygote:  # the caller runs here, outside any sandbox: it needs the tools package, not the notebook
                 kwargs["cwd"] = str(ROOT)
-            return await super().start_kernel(**kwargs)  # AsyncKernelManager's: a coroutine
+            started = await super().start_kernel(**kwargs)  # AsyncKernelManager's: a coroutine
+            # launched (the kernel was told its own sockets): from here on this manager's sockets (its control
+            # socket) and its clients' connect to the gate in front of them
+            self.ip = self.gates[-1].ip
+            return started
 
         def format_kernel_cmd(self, extra_arguments=None):
             return command if zygote else prefix + super().format_kernel_cmd(extra_arguments)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.classroom.policy import cgroups, handles, sandbox
+from tools.classroom.policy import cgroups, handles, runs, sandbox
 from tools.classroom.protocol import frames
 from tools.classroom.protocol.trusted import is_test
 from tools.environment import ROOT
@@ -46,7 +46,7 @@ class TrustedServer:
         _remove_stale()
         # One private folder (mkdtemp: a random name, made 0700 for this uid alone) holds the server's folder and
         # its zygote's: nobody else can make, swap or name anything inside it.
-        self.run = Path(tempfile.mkdtemp(prefix=RUN_FOLDERS))
+        self.run = runs.make()
         self.scratch = Path(tempfile.mkdtemp(prefix=TRUSTED_FOLDERS, dir=self.run))
         self.socket = self.scratch / "trusted.sock"
         self.zygote = KernelZygote(self.run / ZYGOTE, setup)  # it imports while the setup runs here
@@ -217,7 +217,8 @@ def _knock(path: str) -> OSError | None:
 
 def _remove_stale() -> None:
     """Remove the run folders of servers that are gone (a stopped Dask worker runs no exit handler): nothing listens
-    on their sockets. Only this grader's own (0700) run folders are looked into."""
+    on their sockets, and those whose maker is gone (runs.py). Only this grader's own (0700) run folders."""
+    runs.sweep()
     for run in Path(tempfile.gettempdir()).glob(f"{RUN_FOLDERS}*"):
         for path in run.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"):
             try:  # a folder another user made is never this grader's to remove (nor one removed meanwhile)

@@ -14,6 +14,7 @@ from tools.classroom.nbgrader.grading import check_submission
 from tools.classroom.nbgrader.nbconfig import CELL_TIMEOUT
 from tools.classroom.nbgrader.nbconfig import configure as configure  # what course folders' nbgrader_config.py import
 from tools.classroom.nbgrader.records import Record, read_records, records_dir, write_record
+from tools.classroom.policy import runs
 from tools.classroom.policy.sandbox import bwrap_problem
 from tools.classroom.run.submission import stop_children
 from tools.environment import ROOT
@@ -88,6 +89,7 @@ def grade_class(course_dir: Path | str, chapter: str, workers: int = 2, students
             continue
         todo.append(student)
         checked[student] = (digest, notes)
+    runs.sweep()  # the run folders (and tmpfs mounts) of a grader killed on this machine before
     server = preflight(course_dir, chapter) if todo else ""  # one warm trusted server for this machine
     where = f"the Dask scheduler at {scheduler}" if scheduler else f"{workers} workers"
     log(f"{chapter}: grading {len(todo)} submissions on {where} "
