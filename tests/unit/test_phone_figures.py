@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import warnings
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -118,3 +119,25 @@ def test_a_figure_legend_wider_than_a_phone_keeps_its_side_in_one_column_and_the
     assert width <= PHONE_COLUMN_PX, width
     assert [legend._ncols for legend in phone.legends] == [1]
     plt.close("all")
+
+
+def test_the_graders_switch_leaves_out_the_phone_layout_and_nothing_else(one_row, monkeypatch):
+    """BERT_BOOK_PHONE_FIGURES=0 (the grading sandbox's policy): the same desktop PNG, no phone rendering."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from helpers.notebook import PHONE_SWITCH
+    from tools.classroom.policy.policy import POLICY
+
+    assert POLICY.environment(Path("/nonexistent"))[PHONE_SWITCH] == "0"
+    shell = InteractiveShell.instance()
+    setup()
+    data, metadata = shell.display_formatter.format(one_row)
+    assert "phone" in metadata["image/png"]  # the control: a reader's kernel
+    monkeypatch.setenv(PHONE_SWITCH, "0")
+    setup()
+    plain, plain_metadata = shell.display_formatter.format(one_row)
+    assert "phone" not in plain_metadata.get("image/png", {})
+    sizes = [Image.open(io.BytesIO(base64.b64decode(d["image/png"]))).size for d in (data, plain)]
+    assert sizes[0] == sizes[1]  # the desktop PNG is drawn as before
+    monkeypatch.delenv(PHONE_SWITCH)
+    setup()  # the next test's kernel has its phone layouts again

@@ -55,7 +55,8 @@ class SandboxPolicy:
         """The whole environment of a sandboxed process whose home is `home`."""
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(ROOT),
                "MPLCONFIGDIR": str(home / ".matplotlib"), **OFFLINE, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-               "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get("BERT_BOOK_CHECKPOINT", "")}
+               "MKL_NUM_THREADS": "1", "BERT_BOOK_CHECKPOINT": os.environ.get("BERT_BOOK_CHECKPOINT", ""),
+               "BERT_BOOK_PHONE_FIGURES": "0"}  # helpers.notebook: no phone layout for a graded figure
         return {name: value for name, value in env.items() if value}
 
 
