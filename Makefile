@@ -103,12 +103,12 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	pytest tests/book -n 1
+	pytest tests/book -n 1 --durations=15
 
 # The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root) and the unit
 # tests, beside the book's build and tests: the two lanes end within about ten seconds of each other (warm, 2 cores).
 test-code: $(DEV_STAMP)
-	pytest tests/classroom tests/unit -n 1
+	pytest tests/classroom tests/unit -n 1 --durations=15
 
 lint: $(DEV_STAMP)
 	ruff check .
@@ -121,7 +121,7 @@ lint: $(DEV_STAMP)
 # The fingerprint is settled first, since a change to it empties the cache.
 NBVAL_FROM_CACHE ?= --nbval-from-cache _build/.jupyter_cache
 nbval: $(DEV_STAMP) $(FINGERPRINT)
-	pytest book -n 2 --nbval-book-cache _build/.jupyter_cache $(NBVAL_FROM_CACHE)
+	pytest book -n 2 --durations=15 --nbval-book-cache _build/.jupyter_cache $(NBVAL_FROM_CACHE)
 
 unit: $(DEV_STAMP)
 	pytest tests -n 2
