@@ -194,8 +194,11 @@ def record_problems(tab) -> list[str]:
             problems.append(f"console error: {message.text}")
 
     def on_failed(request):
-        if (urlparse(request.url).hostname or "") not in KNOWN_OFFLINE_HOSTS:
-            problems.append(f"request failed: {request.url} ({request.failure})")
+        if (urlparse(request.url).hostname or "") in KNOWN_OFFLINE_HOSTS:
+            return
+        if request.resource_type == "image" and "ERR_ABORTED" in (request.failure or ""):
+            return  # the browser cancelled it (a <picture> whose source changed mid-load): a 404 is caught below
+        problems.append(f"request failed: {request.url} ({request.failure})")
 
     tab.on("console", on_console)
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))

@@ -45,6 +45,16 @@ def fetch(browser):
 PAGES = toc_pages()
 
 
+def test_a_failed_request_is_a_problem_and_an_image_the_browser_cancelled_is_not(page, book_url):
+    """record_problems: a refused request is reported; an image load the browser itself aborted is not."""
+    page.route("**/cancelled.png", lambda route: route.abort("aborted"))
+    page.route("**/refused.png", lambda route: route.abort("connectionrefused"))
+    page.goto(f"{book_url}/intro.html")
+    page.set_content(f'<img src="{book_url}/cancelled.png"><img src="{book_url}/refused.png">')
+    assert [p for p in page.problems if "refused.png" in p], page.problems
+    assert not [p for p in page.problems if "cancelled.png" in p], page.problems
+
+
 @pytest.mark.parametrize("stem", PAGES)
 def test_page_loads_without_errors_and_is_screenshotted(visited, stem):
     seen = visited[stem]  # loaded until the network was idle, then screenshotted (tests/book/conftest.py)
