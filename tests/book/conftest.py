@@ -345,7 +345,8 @@ def visited(request, book_url) -> dict[str, PageVisit]:
         browser = request.getfixturevalue("browser")
         return {stem: page_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in VISITED_PAGES}
 
-    folder, chromium = visit_cache.folder(request.config), chromium_version(CHROMIUM)
+    folder = visit_cache.folder(request.config)
+    chromium = chromium_version(CHROMIUM) if folder else None  # nothing is read or run without the option
     store = VisitStore(folder, key_parts(HTML, CODE, AXE, chromium, VISITED_PAGES)) if folder and chromium else None
     visits, line = replay_or_visit(store, visit_all, PageVisit, book_url, list(shots.values()))
     if line:

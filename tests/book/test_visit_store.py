@@ -146,3 +146,35 @@ def test_without_the_option_nothing_is_read_or_written(tmp_path, monkeypatch, py
                         "    assert folder(request.config) is None\n")
     pytester.runpytest_inprocess("-p", "tools.testing.pytest_visit_cache", "-p", "no:cacheprovider").assert_outcomes(
         passed=1)
+
+
+FAILING = """
+from pathlib import Path
+
+import pytest
+from tools.testing.pytest_visit_cache import note
+
+@pytest.fixture(scope="session")
+def visited(request):
+    entry = Path({entry!r})
+    note(request.config, "browser visit: replayed from entry.json", entry)
+    return entry
+
+def test_reads(visited):
+    assert visited.exists()
+
+def test_fails(visited):
+    assert {outcome!r}
+"""
+
+
+@pytest.mark.parametrize("outcome", [True, False])
+def test_a_failed_test_on_the_visit_drops_its_entry(pytester, outcome):
+    entry = pytester.path / "entry.json"
+    entry.write_text("{}")
+    pytester.makepyfile(FAILING.format(outcome=outcome, entry=str(entry)))
+    result = pytester.runpytest_inprocess("-p", "tools.testing.pytest_visit_cache", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2 if outcome else 1, failed=0 if outcome else 1)
+    assert entry.exists() == outcome
+    result.stdout.fnmatch_lines(["*browser visit: replayed from entry.json*"])
+    assert ("test_fails failed: dropped" in result.stdout.str()) != outcome
