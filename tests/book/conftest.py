@@ -5,6 +5,7 @@ a phone's width in light and dark mode (test_layout's measures, test_accessibili
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import io
@@ -18,9 +19,11 @@ from urllib.parse import urlparse
 
 import pytest
 
+from tests.book.visit_store import CODE, VisitStore, chromium_version, key_parts, replay_or_visit
 from tools.book.pdf import CHROMIUM, CHROMIUM_ARGS, SETTLED  # the browser that prints the PDF runs tests
 from tools.book.toc import ROOT, toc_pages
 from tools.environment import venv_environment
+from tools.testing import pytest_visit_cache as visit_cache
 
 HTML = ROOT / "_build" / "html"
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -141,16 +144,23 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve `directory` on a free localhost port; yield its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
 @pytest.fixture(scope="session")
 def book_url():
     """Serve _build/html on a free localhost port for the session; yield its base URL."""
-    directory = require_built_book()
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serve(require_built_book()) as url:
+        yield url
 
 
 def visit(tab, url: str):
@@ -326,7 +336,19 @@ def page_visit(browser, url: str, screenshot: Path | None) -> PageVisit:
 
 
 @pytest.fixture(scope="session")
-def visited(browser, book_url) -> dict[str, PageVisit]:
-    """Every page of the book (and its search and index pages), each loaded once: see PageVisit."""
+def visited(request, book_url) -> dict[str, PageVisit]:
+    """Every page of the book (and its search and index pages), each loaded once: see PageVisit. With `--visit-cache
+    DIR`, loaded from DIR when this site was visited by this code and browser (tests/book/visit_store.py)."""
     shots = {stem: SCREENSHOTS / f"{Path(stem).name}.jpg" for stem in toc_pages()}
-    return {stem: page_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in VISITED_PAGES}
+
+    def visit_all() -> dict[str, PageVisit]:
+        browser = request.getfixturevalue("browser")
+        return {stem: page_visit(browser, f"{book_url}/{stem}.html", shots.get(stem)) for stem in VISITED_PAGES}
+
+    folder = visit_cache.folder(request.config)
+    chromium = chromium_version(CHROMIUM) if folder else None  # nothing is read or run without the option
+    store = VisitStore(folder, key_parts(HTML, CODE, AXE, chromium, VISITED_PAGES)) if folder and chromium else None
+    visits, line = replay_or_visit(store, visit_all, PageVisit, book_url, list(shots.values()))
+    if line:
+        visit_cache.note(request.config, line, store.path)
+    return visits
