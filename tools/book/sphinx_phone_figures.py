@@ -19,7 +19,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.osutil import relative_uri
 
-PHONE_MAX_PX = 767  # viewport widths that get the phone layout: below 768 px the desktop PNG shows text under 9 px (7.5 px at 601 px)
+PHONE_MAX_PX = 767  # widths that get the phone layout: below 768 px a desktop PNG showed text under 9 px (7.5 at 601)
 MEDIA = f"screen and (max-width: {PHONE_MAX_PX}px)"  # print and the PDF keep the desktop image
 
 
