@@ -91,11 +91,20 @@ $(FINGERPRINT): FORCE $(STAMP)
 FORCE:
 
 # Lint, then two lanes at once: every notebook (nbval), the book built from what nbval cached, the class book, the PDF,
-# the tests of what they built (tests/book) and the unit tests; and the classroom tests, which need no built book.
-# Each lane keeps about one core busy (nbval's two workers and the graders' two share them). Lines interleave.
+# the tests of what they built (tests/book), the unit tests and two classroom files; and the other classroom tests,
+# which need no built book. Each lane keeps about one core busy (nbval's two workers and the graders' two share them).
+# The split is by CPU seconds measured in a warm run (each lane in its own cpuacct group, every process counted);
+# tests/unit/test_lanes.py checks that every test file runs in exactly one lane. Lines interleave.
 test: system-packages $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
+
+# The classroom files that run in the book's lane, beside tests/book and tests/unit, to even the lanes out.
+CLASSROOM_IN_BOOK_LANE := tests/classroom/test_cluster.py tests/classroom/test_answers.py
+# The book's browser visit (tests/book/conftest.py's `visited`) is loaded from _build/.visit-cache when the same site
+# was visited by the same code, axe-core and Chromium (tests/book/visit_store.py); `make test VISIT_FROM_CACHE=`
+# visits anyway. A fresh clone (CI) has no stored visit and visits.
+VISIT_FROM_CACHE ?= --visit-cache _build/.visit-cache
 
 .PHONY: test-built test-code
 test-built: $(DEV_STAMP)
@@ -103,12 +112,12 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	pytest tests/book -n 1 --durations=15
+	pytest tests/book tests/unit $(CLASSROOM_IN_BOOK_LANE) -n 1 --durations=15 $(VISIT_FROM_CACHE)
 
-# The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root) and the unit
-# tests, beside the book's build and tests: the two lanes end within about ten seconds of each other (warm, 2 cores).
+# The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root), beside the
+# book's lane.
 test-code: $(DEV_STAMP)
-	pytest tests/classroom tests/unit -n 1 --durations=15
+	pytest tests/classroom $(addprefix --ignore=,$(CLASSROOM_IN_BOOK_LANE)) -n 1 --durations=15
 
 lint: $(DEV_STAMP)
 	ruff check .

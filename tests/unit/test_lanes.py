@@ -1,0 +1,48 @@
+"""`make test`'s two lanes run every test file exactly once, and the book's lane replays the browser visit only
+through the variable the README names."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+from tools.environment import ROOT
+
+
+def lane_commands() -> list[list[str]]:
+    """The `pytest tests/...` commands the two lanes run, as make prints them without running them."""
+    shown = subprocess.run(["make", "--no-print-directory", "-n", "test-built", "test-code"], cwd=ROOT, check=True,
+                           capture_output=True, text=True, timeout=120).stdout
+    return [shlex.split(line) for line in shown.splitlines() if line.startswith("pytest tests")]
+
+
+def runs(command: list[str], test_file: str) -> bool:
+    """Whether a pytest command line collects test_file (a path given, or a folder above it, not --ignore'd)."""
+    ignored = {arg.split("=", 1)[1] for arg in command if arg.startswith("--ignore=")}
+    paths = [arg for arg in command[1:] if arg.startswith("tests")]
+    return test_file not in ignored and any(test_file == p or test_file.startswith(p.rstrip("/") + "/") for p in paths)
+
+
+def test_every_test_file_runs_in_exactly_one_lane():
+    commands = lane_commands()
+    assert len(commands) == 2, commands
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py") if "node_modules" not in p.parts)
+    assert len(files) > 50
+    counts = {name: sum(runs(command, name) for command in commands) for name in files}
+    assert {name: n for name, n in counts.items() if n != 1} == {}
+
+
+def test_the_check_sees_a_file_left_out_or_run_twice():
+    command = ["pytest", "tests/classroom", "--ignore=tests/classroom/test_cluster.py", "-n", "1"]
+    assert runs(command, "tests/classroom/test_grading.py")
+    assert not runs(command, "tests/classroom/test_cluster.py")
+    assert not runs(command, "tests/unit/test_tokens.py")
+    assert runs(["pytest", "tests/book", "tests/classroom/test_cluster.py"], "tests/classroom/test_cluster.py")
+
+
+def test_the_book_lane_replays_the_visit_through_visit_from_cache():
+    book_lane = [c for c in lane_commands() if "tests/book" in c]
+    assert len(book_lane) == 1 and "--visit-cache" in book_lane[0]
+    shown = subprocess.run(["make", "--no-print-directory", "-n", "test-built", "VISIT_FROM_CACHE="], cwd=ROOT,
+                           check=True, capture_output=True, text=True, timeout=120).stdout
+    assert "pytest tests/book" in shown and "--visit-cache" not in shown
