@@ -3,16 +3,23 @@ through the variable the README names."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 
 from tools.environment import ROOT
 
 
+def make_n(*targets: str) -> str:
+    """What make would run for targets, run nothing; free of the make (and its variables) this test may run under."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "VISIT_FROM_CACHE")}
+    return subprocess.run(["make", "--no-print-directory", "-n", *targets], cwd=ROOT, check=True, env=env,
+                          capture_output=True, text=True, timeout=120).stdout
+
+
 def lane_commands() -> list[list[str]]:
     """The `pytest tests/...` commands the two lanes run, as make prints them without running them."""
-    shown = subprocess.run(["make", "--no-print-directory", "-n", "test-built", "test-code"], cwd=ROOT, check=True,
-                           capture_output=True, text=True, timeout=120).stdout
+    shown = make_n("test-built", "test-code")
     return [shlex.split(line) for line in shown.splitlines() if line.startswith("pytest tests")]
 
 
@@ -43,6 +50,5 @@ def test_the_check_sees_a_file_left_out_or_run_twice():
 def test_the_book_lane_replays_the_visit_through_visit_from_cache():
     book_lane = [c for c in lane_commands() if "tests/book" in c]
     assert len(book_lane) == 1 and "--visit-cache" in book_lane[0]
-    shown = subprocess.run(["make", "--no-print-directory", "-n", "test-built", "VISIT_FROM_CACHE="], cwd=ROOT,
-                           check=True, capture_output=True, text=True, timeout=120).stdout
+    shown = make_n("test-built", "VISIT_FROM_CACHE=")
     assert "pytest tests/book" in shown and "--visit-cache" not in shown
