@@ -33,7 +33,8 @@ def runs(command: list[str], test_file: str) -> bool:
 def test_every_test_file_runs_in_exactly_one_lane():
     commands = lane_commands()
     assert len(commands) == 2, commands
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py") if "node_modules" not in p.parts)
+    found = (ROOT / "tests").rglob("test_*.py")
+    files = sorted(str(p.relative_to(ROOT)) for p in found if "node_modules" not in p.parts)
     assert len(files) > 50
     counts = {name: sum(runs(command, name) for command in commands) for name in files}
     assert {name: n for name, n in counts.items() if n != 1} == {}
