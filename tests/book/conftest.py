@@ -207,7 +207,7 @@ def record_problems(tab) -> list[str]:
         if (urlparse(request.url).hostname or "") in KNOWN_OFFLINE_HOSTS:
             return
         if request.resource_type == "image" and "ERR_ABORTED" in (request.failure or ""):
-            return  # Chromium cancelled it (why is a hypothesis: a <picture> source change mid-load); a 404 is caught below
+            return  # Chromium cancelled it (hypothesis: a <picture> source changed mid-load); a 404 is caught below
         problems.append(f"request failed: {request.url} ({request.failure})")
 
     tab.on("console", on_console)
