@@ -90,7 +90,8 @@ def compact_tokenizer(tokenizer, documents: list[str]):
     kept = list(SPECIALS) + [t for t in tokenizer.convert_ids_to_tokens(used) if t not in SPECIALS]
     compact = BertTokenizer(vocab={token: i for i, token in enumerate(kept)},
                             do_lower_case=tokenizer.do_lower_case, model_max_length=10**9)
-    remap = {old: compact.vocab[token] for old, token in zip(used, tokenizer.convert_ids_to_tokens(used), strict=True)}
+    vocab = compact.vocab  # read once: each read of .vocab builds the whole dict again
+    remap = {old: vocab[token] for old, token in zip(used, tokenizer.convert_ids_to_tokens(used), strict=True)}
     return compact, [[remap[i] for i in ids] for ids in packaged]
 
 

@@ -37,10 +37,11 @@ def rows(output: str) -> dict[str, tuple[float, float, int]]:
 
 @pytest.mark.parametrize("workers", [[], ["-n", "1"]])
 def test_the_slowest_set_ups_are_printed_with_wall_and_cpu_time(pytester, monkeypatch, workers):
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the plugin, from this checkout
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the plugin, from this checkout, in the xdist worker
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("-p", "tools.testing.pytest_fixture_times", "-p", "no:cacheprovider",
-                                           *workers)
+    # without workers the plugin runs in this process (a new pytest config; ~2.5 CPU s less than a new python)
+    run = pytester.runpytest_subprocess if workers else pytester.runpytest_inprocess
+    result = run("-p", "tools.testing.pytest_fixture_times", "-p", "no:cacheprovider", *workers)
     result.assert_outcomes(passed=2)
     output = result.stdout.str()
     assert "slowest 15 fixture set-ups" in output
@@ -51,9 +52,8 @@ def test_the_slowest_set_ups_are_printed_with_wall_and_cpu_time(pytester, monkey
     assert walls == sorted(walls, reverse=True)  # the slowest first
 
 
-def test_zero_prints_nothing(pytester, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+def test_zero_prints_nothing(pytester):
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("-p", "tools.testing.pytest_fixture_times", "--fixture-times=0")
+    result = pytester.runpytest_inprocess("-p", "tools.testing.pytest_fixture_times", "--fixture-times=0")
     result.assert_outcomes(passed=2)
     assert "fixture set-ups" not in result.stdout.str()

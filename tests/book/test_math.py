@@ -9,9 +9,12 @@ from xml.etree import ElementTree
 
 import pytest
 
+from tests.book.test_pdf import numbered_titles, outline_entries, plain
 from tests.book.test_pdf import pdf as book_pdf  # noqa: F401  (the fixture: the PDF, read with pypdf)
 from tools.book.sphinx_mathml import MATHML, mathml
 from tools.book.toc import toc_pages
+
+FORMULA_PAGE = "book/sum_and_layernorm"  # the LayerNorm formula the PDF must print as math
 
 
 @pytest.mark.parametrize(("tex", "letter"), [
@@ -56,7 +59,10 @@ def test_every_formula_is_drawn_natively_as_mathml(visited):
 
 def test_the_pdf_prints_the_math_as_math(book_pdf):  # noqa: F811  (pytest passes the fixture imported above)
     """Chromium prints MathML as text in math italic (U+1D400 on): the LayerNorm formula, and no TeX beside it."""
-    pages = (page.extract_text() for page in book_pdf.pages)
+    chapter = plain(numbered_titles()[toc_pages()[1:].index(FORMULA_PAGE)])  # from its chapter's first page on
+    start = min(book_pdf.get_destination_page_number(entry) for entry in outline_entries(book_pdf)
+                if plain(entry.title) == chapter)
+    pages = (page.extract_text() for page in book_pdf.pages[start:])
     text = next((text for text in pages if "LayerNorm by hand" in text and "works on each token" in text), "")
     assert "\U0001d707 = 1 \U0001d43b \u2211" in text  # mu = 1/H sum, from sum_and_layernorm's display math
     assert "\u221a\U0001d70e2 + \U0001d700" in text  # sqrt(sigma^2 + epsilon)

@@ -3,8 +3,9 @@
 The book shows glued values through `{glue:text}` roles; a plain notebook front-end shows none of them, only the
 cells' own outputs. So each glued value the prose cites, and each finding's sentence, must also appear in some
 visible output (a print, a displayed table, the line the finding prints). The static tests read the executed
-notebooks stored in book/; one chapter is also executed with plain nbclient (no Jupyter Book) and checked the
-same way.
+notebooks stored in book/; one chapter's fresh kernel run (no Jupyter Book) is checked the same way: the book
+cache's run of the same code in the same environment where there is one (make book, or nbval storing into it), else
+plain nbclient now.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import pytest
 from tools.book.reading_order import ROLE
 from tools.book.toc import toc_notebooks
 from tools.environment import ROOT
+from tools.testing.pytest_nbval_replay import cached_run, environment_unchanged
 
 BOOK = ROOT / "book"
 RECORD = "application/papermill.record/"
 FINDING = re.compile(r"""\bfinding\(\s*["'](\w+)["']""")
 CHAPTERS = [path.stem for path in toc_notebooks()]  # every chapter of the book
-EXECUTED = "embedding_layer_at_a_glance"  # the one chapter run with plain nbclient (about a minute)
+EXECUTED = "embedding_layer_at_a_glance"  # the one chapter whose fresh run is checked (nbclient: ~10 CPU s)
 
 
 def _flat(text) -> str:
@@ -89,12 +91,24 @@ def test_stored_outputs_show_every_cited_number_and_finding(chapter):
     assert _missing(notebook) == []
 
 
-def test_a_plain_nbclient_run_shows_every_cited_number_and_finding():
+def fresh_run(path):
+    """A kernel run of `path` without Jupyter Book: the book cache's run when it is of this code in this environment
+    (what nbval's replay trusts: make book's nbclient run, or nbval's run stored as nbclient stores it), else nbclient
+    now. Never the outputs stored in book/."""
+    cache = ROOT / "_build" / ".jupyter_cache"
+    if environment_unchanged(cache) and (executed := cached_run(cache, path)) is not None:
+        print(f"{path.name}: the book cache's run of this code in this environment")
+        return executed
+    print(f"{path.name}: run now with nbclient (the cache holds no run of this code in this environment)")
     nbclient = pytest.importorskip("nbclient")
-    notebook = nbformat.read(BOOK / f"{EXECUTED}.ipynb", as_version=4)
+    notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = []  # nothing stored may count
     nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(BOOK)}}).execute()
-    assert _missing(notebook) == []
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    return notebook
+
+
+def test_a_plain_nbclient_run_shows_every_cited_number_and_finding():
+    assert _missing(fresh_run(BOOK / f"{EXECUTED}.ipynb")) == []

@@ -10,7 +10,18 @@ import pytest
 import yaml
 
 from tests.book.conftest import IN_CI, require_built_book
-from tools.book.pdf import MARGIN_MM, PDF, PX_PER_MM, SINGLE_HTML, SINGLE_PAGE, book_title, open_for_print, pdf_name
+from tools.book.pdf import (
+    MARGIN_MM,
+    PDF,
+    PX_PER_MM,
+    SINGLE_HTML,
+    SINGLE_PAGE,
+    book_title,
+    open_for_print,
+    pdf_name,
+    print_tab,
+    show_for_print,
+)
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
 PAGES = range(100, 400)  # eight chapters and an appendix: fewer means lost pages, more means runaway output
@@ -85,12 +96,19 @@ def test_every_figure_fits_on_one_printed_page_in_the_whole_book(single_page):
     assert not too_large, f"wider than the {column}px column or taller than a page: {too_large}"
 
 
+@pytest.fixture(scope="module")
+def print_view(browser):
+    """One print tab for every page, as the ".pdf" button prints each (a new context per page: 3x the CPU)."""
+    page = print_tab(browser)
+    yield page
+    page.close()
+
+
 @pytest.mark.parametrize("stem", toc_pages())
-def test_a_pages_print_view_cuts_no_code_and_no_figure(browser, stem):
-    page = open_for_print(browser, require_built_book() / f"{stem}.html")
+def test_a_pages_print_view_cuts_no_code_and_no_figure(print_view, stem):
+    page = show_for_print(print_view, require_built_book() / f"{stem}.html")
     cut_code = page.evaluate(CUT_CODE)
     column, figures = page.evaluate(FIGURE_SIZES)
-    page.close()
     assert cut_code == 0, f"{stem}: {cut_code} code boxes cut at the page edge when printed"
     assert all(width <= column + 1 for _, width, _ in figures), f"{stem}: a figure wider than the page"
 

@@ -400,12 +400,18 @@ def test_sense_hits_is_a_hand_leave_one_out_nearest_centroid_with_an_exact_permu
             hits += int(np.argmin([np.linalg.norm(states[i] - c) for c in centroids]) == labels[i])
         return hits
 
-    expected = hand_hits(np.array([0] * 3 + [1] * 3))
+    labels = np.array([0] * 3 + [1] * 3)
+    expected = hand_hits(labels)
     every = [hand_hits(np.isin(np.arange(6), chosen).astype(int)) for chosen in combinations(range(6), 3)]
     exact_p = np.mean([h >= expected for h in every])  # all 20 ways to label three sentences as one sense
-    hits, n, p = sense_hits(model, tokenizer, "bank", river, money, shuffles=2000)
+    # the same 200 shuffles scikit-learn draws (RandomState(seed).permutation of the labels, one per shuffle), each
+    # scored by the hand read-out: p is their share at or above the real score, the real labels counted once
+    draw = np.random.RandomState(0)
+    at_least = sum(hand_hits(labels[draw.permutation(6)]) >= expected for _ in range(200))
+    hits, n, p = sense_hits(model, tokenizer, "bank", river, money, shuffles=200, seed=0)
     assert (hits, n) == (expected, 6)
-    assert p == pytest.approx(exact_p, abs=0.05)
+    assert p == pytest.approx((at_least + 1) / 201, abs=1e-12)  # every shuffle's score and the count, exactly
+    assert p == pytest.approx(exact_p, abs=0.05)  # and the shuffles sample the 20 labellings evenly
     with pytest.raises(ValueError, match="two sentences"):
         sense_hits(model, tokenizer, "bank", river[:1], money)
 

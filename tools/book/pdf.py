@@ -100,10 +100,20 @@ def build_single_page() -> Path:
     return (SINGLE_HTML / f"{root_page}.html").replace(SINGLE_PAGE)
 
 
-def open_for_print(browser, page_html: Path):
-    """A new page in `browser` showing `page_html` as Chromium prints it, once fonts, math and figures have settled."""
+def print_tab(browser):
+    """A new page in `browser` that shows what it loads as Chromium prints it."""
     page = browser.new_page(viewport={"width": PRINT_WIDTH_PX, "height": 1000}, color_scheme="light")
     page.emulate_media(media="print")
+    return page
+
+
+def open_for_print(browser, page_html: Path):
+    """A new page in `browser` showing `page_html` as Chromium prints it, once fonts, math and figures have settled."""
+    return show_for_print(print_tab(browser), page_html)
+
+
+def show_for_print(page, page_html: Path):
+    """`page_html` loaded into a print tab (one tab serves page after page), fonts, math and figures settled."""
     page.goto(page_html.as_uri(), wait_until="load")
     missing = page.evaluate(SETTLED)
     if missing:
