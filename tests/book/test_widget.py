@@ -5,18 +5,15 @@ the first result. Self-contained: the built book is not needed (the chapters' ow
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
 
-from tests.book.conftest import AXE, HTML, IN_CI, WIDTHS
+from tests.book.conftest import AXE, HTML, IN_CI, WIDTHS, serve
 from tools.environment import ROOT
 from tools.widget import compare
 from tools.widget.export import DIST, FORMAT, onnx_path
@@ -51,11 +48,6 @@ def _built_widget():
     pytest.skip(reason)
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The one-page site (a box per chapter focus), built with sphinx and served on localhost."""
@@ -67,10 +59,8 @@ def site(tmp_path_factory):
     (source / "index.md").write_text(f"# Live widget\n\n{boxes}")
     out = source / "_build"
     subprocess.run([sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", str(source), str(out)], check=True)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(out)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
-    server.shutdown()
+    with serve(out) as url:
+        yield f"{url}/index.html"
 
 
 @pytest.fixture(scope="module")
