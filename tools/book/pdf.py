@@ -46,6 +46,8 @@ SETTLED = """async () => {
   return [...document.images].filter(img => !img.naturalWidth).map(img => img.src);
 }"""
 # Links to other files of the build (sources, downloads) mean nothing in a PDF; links inside it and to the web stay.
+# Chromium stamps each print with the time: a reprint of the same book differs from the last only there.
+PRINT_TIME = re.compile(rb"/(CreationDate|ModDate) \(D:[0-9]{14}[^)]{0,12}\)")
 UNLINK_LOCAL_FILES = """() => {
   for (const a of document.querySelectorAll('a[href]')) {
     const url = new URL(a.href);
@@ -130,9 +132,20 @@ def print_to_pdf(page_html: Path, pdf: Path) -> None:
         page = open_for_print(browser, page_html)
         page.evaluate(UNLINK_LOCAL_FILES)
         margin = {side: f"{mm}mm" for side, mm in MARGIN_MM.items()}
-        page.pdf(path=str(pdf), format="A4", print_background=True, margin=margin, display_header_footer=True,
+        printed = pdf.with_name(f"{pdf.stem}.new.pdf")
+        page.pdf(path=str(printed), format="A4", print_background=True, margin=margin, display_header_footer=True,
                  header_template="<span></span>", footer_template=FOOTER, outline=True, tagged=True)
         browser.close()
+    keep_unless_changed(printed, pdf)
+
+
+def keep_unless_changed(printed: Path, pdf: Path) -> None:
+    """Move `printed` to `pdf`, unless `pdf` is the same book with another print time: then keep `pdf` as it is, so
+    an unchanged book gives an unchanged site (the stored browser visit's key reads every byte of it)."""
+    if pdf.exists() and PRINT_TIME.sub(b"", pdf.read_bytes()) == PRINT_TIME.sub(b"", printed.read_bytes()):
+        printed.unlink()
+    else:
+        printed.replace(pdf)
 
 
 def main(argv: list[str]) -> None:

@@ -14,13 +14,15 @@ import re
 from pathlib import Path
 
 FONTAWESOME_SCRIPT = re.compile(r'\s*<script src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>')
-MARKUP_FIXES = [('class="citation" id=', 'role="listitem" class="citation" id='),
-                  # the search button's visible text ("Search Ctrl+K") must be part of its accessible name
-                  ('title="Search" aria-label="Search" data-bs-placement', 'title="Search" data-bs-placement'),
-                  (' role="doc-biblioentry"', ''),
-                  ('<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar">',
-                   '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar" role="complementary" '
-                   'aria-label="Chapters">')]
+# (pattern, replacement); each applies once: a page an incremental build did not rewrite is read again, fixed.
+MARKUP_FIXES = [(re.compile(pattern), new) for pattern, new in [
+    ('(?<!role="listitem" )class="citation" id=', 'role="listitem" class="citation" id='),
+    # the search button's visible text ("Search Ctrl+K") must be part of its accessible name
+    ('title="Search" aria-label="Search" data-bs-placement', 'title="Search" data-bs-placement'),
+    (' role="doc-biblioentry"', ''),
+    ('<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar">',
+     '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar" role="complementary" '
+     'aria-label="Chapters">')]]
 
 
 def script_key(script) -> tuple:
@@ -48,7 +50,7 @@ def fix_pages(app, exception) -> None:
         text = page.read_text(encoding="utf-8")
         lighter = FONTAWESOME_SCRIPT.sub("", text)
         for old, new in MARKUP_FIXES:
-            lighter = lighter.replace(old, new)
+            lighter = old.sub(new, lighter)
         if lighter != text:
             page.write_text(lighter, encoding="utf-8")
     for script in (out / "_static" / "scripts").glob("fontawesome.js*"):
