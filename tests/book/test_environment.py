@@ -3,6 +3,9 @@ tools live in requirements-dev.txt, on top of the reader's set."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import yaml
 
 from tools.environment import ROOT
@@ -50,3 +53,12 @@ def test_the_teachers_and_the_test_tools_extend_the_readers_set_without_repinnin
 def test_the_readers_set_holds_no_test_tool():
     reader = {line.split("==")[0].lower() for line in requirement_lines()}
     assert not reader & {"pytest", "pytest-xdist", "nbval", "ruff", "playwright", "jupyter-repo2docker", "nbgrader"}
+
+
+def test_importing_nbformat_builds_no_iri_grammar():
+    """Every process that imports nbformat imports jsonschema; from 4.24 on that also builds rfc3987-syntax's Earley
+    grammar (1.1 CPU s each): the pinned jsonschema leaves it out, and nbformat still validates a notebook."""
+    check = ("import sys, nbformat; nbformat.validate(nbformat.v4.new_notebook()); "
+             "print(sorted(name for name in sys.modules if name.startswith(('rfc3987', 'lark'))))")
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
