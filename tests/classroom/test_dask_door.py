@@ -26,6 +26,8 @@ for address, security in ((sys.argv[1], None), (sys.argv[1].replace("tls://", "t
             print("submitted", client.submit(os.getuid).result(timeout=10))
     except Exception as error:
         print("refused", type(error).__name__)
+sys.stdout.flush()
+os._exit(0)  # else ~20 s more to exit after the refusals (measured 22.4 s -> 0.9 s); no check reads past here
 """
 # Another user's plain HTTP requests to every port the cluster listens on: pages, metrics, the workers' call stacks.
 BROWSE = r"""
