@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -177,3 +178,87 @@ def test_a_servers_folder_and_its_zygotes_lie_in_a_run_folder_nobody_else_may_en
     denied = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
                              f"import os; os.mkdir({str(run / 'planted')!r})"], capture_output=True, text=True)
     assert denied.returncode != 0 and "PermissionError" in denied.stderr and not (run / "planted").exists()
+
+
+def _zygotes() -> list[int]:
+    """The kernel zygotes this test process started, however deep (their Python, not bwrap's processes)."""
+    parents, commands = {}, {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            parents[int(entry.name)], commands[int(entry.name)] = int(fields[1]), words
+    mine, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        mine |= frontier
+    return sorted(pid for pid in mine if Path(os.fsdecode(commands[pid][0])).name.startswith("python")
+                  and commands[pid][1:4] == [b"-m", b"tools.classroom.policy.zygote", b"serve"])
+
+
+def _graded(server_socket: str, setup: str, tmp_path: Path) -> tuple[nbformat.NotebookNode, dict]:
+    """A one-exercise notebook with `setup` (which sets `value` to 2), graded beside the server: it, and the report."""
+    from tools.classroom.nbgrader.execute import SandboxedExecute
+
+    cell = nbformat.v4.new_code_cell
+    notebook = nbformat.v4.new_notebook(cells=[
+        cell(setup, metadata={"nbgrader": {"grade_id": "setup"}}),
+        cell("answer = value + 1\n", metadata={"nbgrader": {"grade_id": "a", "solution": True}}),
+        cell("assert answer == 3\n", metadata={"nbgrader": {"grade_id": "t", "grade": True, "points": 1}})])
+    report = tmp_path / "report.json"
+    SandboxedExecute(report_path=str(report), trusted_server=server_socket).preprocess(
+        notebook, {"metadata": {"path": str(tmp_path)}})
+    return notebook, json.loads(report.read_text())
+
+
+ONE = "value = 2\n"
+OTHER = "import sqlite3\nvalue = sqlite3.connect(':memory:').execute('select 2').fetchone()[0]\n"  # _sqlite3.so
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a kernel zygote runs where the grader is root only")
+def test_one_process_s_chapters_share_one_zygote_which_ends_with_its_last_server(bwrap, tmp_path):
+    """Two chapters' servers in one process: one run folder, one kernel zygote (importing the first chapter's setup
+    only); the second chapter's kernel imports what its setup needs itself and grades right; closing one server
+    keeps the zygote, closing the last ends it and removes the run's folder."""
+    warm.stop_all()
+    before = _zygotes()
+    try:
+        first = warm.server_for(_notebook(ONE, "assert True"), keep=2)
+        second = warm.server_for(_notebook(OTHER, "assert True"), keep=2)
+        assert first and second and first != second
+        run = Path(first).parent.parent
+        assert Path(second).parent.parent == run
+        zygote = warm.zygote_socket(first)
+        assert zygote == warm.zygote_socket(second) == str(run / warm.ZYGOTE / "zygote.sock")
+        started = [pid for pid in _zygotes() if pid not in before]
+        assert len(started) == 1, started  # main: one per server
+        assert "_sqlite3" not in Path(f"/proc/{started[0]}/maps").read_text()  # the zygote lacks what OTHER imports
+        for setup, folder in ((OTHER, "other"), (ONE, "one")):
+            (tmp_path / folder).mkdir()
+            notebook, report = _graded(second if setup == OTHER else first, setup, tmp_path / folder)
+            assert report["kernel"] == "forked", report
+            assert [cell.outputs for cell in notebook.cells] == [[], [], []]  # every cell ran, the test passed
+            assert all(cell.execution_count for cell in notebook.cells[:2])
+        assert warm.server_for(_notebook("value = 3\n", "assert True"), keep=2)  # the oldest server closed
+        assert not Path(first).exists() and Path(second).exists() and warm.zygote_socket(second) == zygote
+        assert [pid for pid in _zygotes() if pid not in before] == started  # the same zygote, alive
+    finally:
+        warm.stop_all()
+    assert not run.exists()
+    for _ in range(50):  # killed: its sandbox ends a moment later
+        if not any(pid in started for pid in _zygotes()):
+            break
+        time.sleep(0.1)
+    assert not any(pid in started for pid in _zygotes())
+
+
+def test_the_shared_zygote_imports_what_every_chapter_s_setup_imports(tmp_path):
+    """Plain nbgrader hands the course's source notebooks: their setups' imports, each once; a damaged one skipped."""
+    (tmp_path / "a.ipynb").write_text(_notebook("import torch\nfrom helpers import checkpoint\n", "import math"))
+    (tmp_path / "b.ipynb").write_text(_notebook("import torch\nimport sqlite3\n", "assert True"))
+    (tmp_path / "broken.ipynb").write_text("{ not json")
+    paths = tuple(sorted(tmp_path.glob("*.ipynb"))) + (tmp_path / "missing.ipynb",)
+    assert warm.course_imports(paths) == ["helpers", "sqlite3", "torch"]  # the test cells' `math` is not a setup's
