@@ -262,3 +262,25 @@ def test_the_shared_zygote_imports_what_every_chapter_s_setup_imports(tmp_path):
     (tmp_path / "broken.ipynb").write_text("{ not json")
     paths = tuple(sorted(tmp_path.glob("*.ipynb"))) + (tmp_path / "missing.ipynb",)
     assert warm.course_imports(paths) == ["helpers", "sqlite3", "torch"]  # the test cells' `math` is not a setup's
+
+
+def test_plain_nbgrader_hands_the_course_s_source_notebooks_to_its_server(tmp_path, monkeypatch):
+    """The plain nbgrader path (warm_servers): the assignment's source notebook, and every chapter's for the zygote."""
+    from traitlets.config import Config
+
+    from tools.classroom.nbgrader.execute import SandboxedExecute
+
+    for name in ("a", "b"):
+        (tmp_path / "source" / name).mkdir(parents=True)
+        (tmp_path / "source" / name / f"{name}.ipynb").write_text(_notebook(f"value = '{name}'\n", "assert True"))
+    (tmp_path / "submitted" / "s" / "a").mkdir(parents=True)  # a student's: never read for the zygote's imports
+    (tmp_path / "submitted" / "s" / "a" / "a.ipynb").write_text(_notebook("import sqlite3\n", "assert True"))
+    calls = []
+    monkeypatch.setattr(warm, "server_for", lambda notebook, keep, course: calls.append((notebook, keep, course)) or
+                        "/the/server.sock")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    execute = SandboxedExecute(warm_servers=3, config=config)
+    assert execute._warm_server({"nbgrader": {"assignment": "a", "notebook": "a"}}) == "/the/server.sock"
+    source = tmp_path / "source"
+    assert calls == [((source / "a" / "a.ipynb").read_text(), 3, (source / "a" / "a.ipynb", source / "b" / "b.ipynb"))]
