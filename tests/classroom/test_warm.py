@@ -284,3 +284,83 @@ def test_plain_nbgrader_hands_the_course_s_source_notebooks_to_its_server(tmp_pa
     assert execute._warm_server({"nbgrader": {"assignment": "a", "notebook": "a"}}) == "/the/server.sock"
     source = tmp_path / "source"
     assert calls == [((source / "a" / "a.ipynb").read_text(), 3, (source / "a" / "a.ipynb", source / "b" / "b.ipynb"))]
+
+
+def _mounts_under(folder: Path) -> list[str]:
+    fields = (line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines())
+    return sorted((mount[4] for mount in fields if mount[4].startswith(f"{folder}/") or mount[4] == str(folder)),
+                  key=len, reverse=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a second user's uid, and mounts, need a root grader")
+def test_a_shared_run_folder_removed_and_taken_by_another_user_is_never_used_again(bwrap, tmp_path):
+    """Attack review F1: the run's folder goes while its servers live, and uid 65534 makes one of that name (0777).
+    The next chapter's server makes and mounts nothing in it: the old run's servers and zygote end, a new run grades."""
+    warm.stop_all()
+    first = warm.server_for(_notebook(ONE, "assert True"), keep=2)
+    run, old = Path(first).parent.parent, warm._SHARED[0]
+    planted = sorted({"zygote/kernels/mine", f"{Path(first).parent.name}/mine"})  # what its paths would name
+    zygote = old.zygote.process.pid if old.zygote.process else None
+    gone = tmp_path / "gone"
+    run.rename(gone)  # removed under the grader (its mounts go along, for the clean-up below)
+    child = os.fork()
+    if child == 0:  # the second local user takes the free name
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            os.mkdir(run)
+            os.chmod(run, 0o777)
+            for path in planted:
+                os.makedirs(run / path)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    assert os.lstat(run).st_uid == 65534
+    try:
+        setup = "value = 1 + 1\n"
+        second = warm.server_for(_notebook(setup, "assert True"), keep=2)
+        assert _mounts_under(run) == []  # main: its folder made in it, mounted, chowned
+        # the old run's server and zygote closed without a path: nothing of the user's removed, nothing of ours made
+        assert sorted(str(path.relative_to(run)) for path in run.rglob("mine")) == planted, list(run.rglob("*"))
+        assert len(list(run.glob("*"))) == 2
+        assert second and Path(second).parent.parent != run and warm.run_folder(second)  # the grader's, 0700
+        assert list(warm._SERVERS) == [setup] and old.zygote.process is None  # the old run's server and zygote end
+        assert zygote is None or _settles_gone(zygote)
+        notebook, report = _graded(second, setup, tmp_path)
+        assert report["kernel"] == "forked", report  # the new run's zygote
+        assert [cell.outputs for cell in notebook.cells] == [[], [], []]
+    finally:
+        warm.stop_all()
+        for folder in (run, gone):
+            for mount in _mounts_under(folder):
+                subprocess.run(["umount", "--lazy", mount], check=False)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _settles_gone(pid: int) -> bool:
+    for _ in range(50):
+        if pid not in _zygotes():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_zygote_that_fails_to_start_leaves_the_shared_run_s_folder_for_the_next_server(tmp_path, monkeypatch):
+    """Attack review F1, case 1: without a zygote (its folder removed), closing the last server keeps the shared run's
+    folder (sandbox.release removed it, and the next server was made in a path anyone could take)."""
+    from tools.classroom.policy import sandbox
+
+    def fails(*args, **kwargs):
+        raise OSError("the zygote could not start")
+
+    warm.stop_all()
+    monkeypatch.setattr(sandbox, "zygote_command", fails)
+    try:
+        first = warm.server_for(_notebook(ONE, "assert True"), keep=1)
+        run = Path(first).parent.parent
+        second = warm.server_for(_notebook("value = 1 + 1\n", "assert True"), keep=1)  # the first one closed
+        assert not Path(first).exists() and run.is_dir() and warm._SHARED[0].folder == run
+        assert second and Path(second).parent.parent == run and warm.trusted_problem(second) == ""
+    finally:
+        warm.stop_all()
+    assert not run.exists()

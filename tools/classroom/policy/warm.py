@@ -26,40 +26,16 @@ from pathlib import Path
 import nbformat
 
 from tools.classroom.policy import cgroups, handles, runs, sandbox
+from tools.classroom.policy.run_zygote import SETUP_LIMIT, ZYGOTE, Run
 from tools.classroom.protocol import frames
 from tools.classroom.protocol.trusted import is_test
 from tools.environment import ROOT
 
-SETUP_LIMIT = 300  # seconds for the server's one run of the setup
 SERVER_MEMORY_FACTOR = 4  # the server and its forks (a submission's test cells each) together: 4 kernels' cap
-ZYGOTE = "zygote"  # the kernel zygote's folder in a run's folder: its socket, its kernels' folders
-ZYGOTE_KERNELS = 4  # the zygote's kernels' folders share a tmpfs of this many sandboxes' scratch_mb
 TRUSTED_FOLDERS = "grading-trusted-"  # a trusted server's folder, with its socket, inside its run's folder
 RUN_FOLDERS = cgroups.RUN_FOLDERS  # /tmp/grading-run-<random>: the grader's, 0700; a server's and its zygote's
 _SERVERS: dict[str, TrustedServer] = {}  # setup source -> this process's server for it
 _SHARED: list[Run] = []  # this process's run (server_for): its folder and kernel zygote, shared by all its servers
-
-
-class Run:
-    """A run's folder and the kernel zygote in it, importing `modules`: one server's own, or a process's shared one."""
-
-    def __init__(self, modules: list[str]):
-        # One private folder (mkdtemp: a random name, made 0700 for this uid alone) holds the servers' folders and
-        # the zygote's: nobody else can make, swap or name anything inside it.
-        self.folder = runs.make()
-        self.zygote = KernelZygote(self.folder / ZYGOTE, modules)  # it imports while a server runs its setup
-        self.checked = False
-
-    def check_zygote(self) -> None:
-        """Once: unless the zygote imported everything, listens, and has one thread, close it (a fresh kernel each)."""
-        if not self.checked:
-            self.checked = True
-            if self.zygote.process is None or not self.zygote.wait():
-                self.zygote.close()
-
-    def close(self) -> None:
-        self.zygote.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class TrustedServer:
@@ -99,50 +75,11 @@ class TrustedServer:
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             pipe.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        sandbox.release(self.scratch)
+        if self.shared.intact():  # never a path through a run folder someone else made (or that is gone)
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            sandbox.release(self.scratch, run=False)  # the run's folder is the Run's to remove, not the last server's
         if self.owned:
             self.shared.close()
-
-
-class KernelZygote:
-    """The student kernels' zygote (zygote.py) beside trusted servers, where the grader is root; else none."""
-
-    def __init__(self, folder: Path, modules: list[str]):
-        self.folder, self.process = folder, None
-        try:
-            self.folder.mkdir(mode=0o700)  # in the run's private folder: made here, by the grader, and handed over
-        except OSError:
-            self.folder = None
-            return
-        (self.folder / "kernels").mkdir(mode=0o755)
-        # One tmpfs for all its kernels' folders (a mount made later would not reach the zygote's namespace): the
-        # host's disk is never written; each kernel's share is charged to its memory cgroup, each file to file_mb.
-        sandbox.size_folder(self.folder / "kernels", ZYGOTE_KERNELS * sandbox.POLICY.scratch_mb, "0755")
-        try:
-            command = sandbox.zygote_command(self.folder, modules)
-            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL)
-        except OSError:
-            self.process = None
-
-    def wait(self) -> bool:
-        """Whether it imported everything, listens, and has one thread (a fork beside another could deadlock)."""
-        try:
-            ready = frames.receive(self.process.stdout.fileno(), time.monotonic() + SETUP_LIMIT)
-        except (frames.FrameError, OSError, AttributeError):
-            return False
-        return ready.get("op") == "ready" and ready.get("threads") == 1
-
-    def close(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process.stdout.close()
-            self.process = None
-        if self.folder is not None:
-            sandbox.release(self.folder / "kernels")
-            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def trusted_owner(folder: Path) -> int:
@@ -286,6 +223,8 @@ def server_for(notebook: str, keep: int = 1, course: tuple[Path, ...] = ()) -> s
     setup, preload = course_code(notebook)
     if not setup:
         return ""
+    if _SHARED and not _SHARED[0].intact():  # removed (or replaced) under us: its servers and zygote end, paths kept
+        stop_all()
     server = _SERVERS.pop(setup, None)  # put back last: the most recently used
     if server is not None and server.ready and not server.alive():  # a dead one replaced; a failed setup not retried
         server.close()
