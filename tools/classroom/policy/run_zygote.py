@@ -22,7 +22,7 @@ class Run:
     def __init__(self, modules: list[str]):
         # One private folder (mkdtemp: a random name, made 0700 for this uid alone) holds the servers' folders and
         # the zygote's: nobody else can make, swap or name anything inside it.
-        self.folder, self.modules = runs.make(), set(modules)
+        self.folder = runs.make()
         self.identity = (os.lstat(self.folder).st_dev, os.lstat(self.folder).st_ino)
         self.zygote = KernelZygote(self.folder / ZYGOTE, modules)  # it imports while a server runs its setup
         self.checked = False

@@ -204,15 +204,12 @@ def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
     return setup, tuple(sorted({module for cell in cells if is_test(cell) for module in _imported(cell.source)}))
 
 
-def course_imports(setup: str, notebooks: tuple[Path, ...] = ()) -> list[str]:
-    """What `setup` and every setup of the source notebooks at `notebooks` import (those that can be read and have
-    one): the intersection, so that no chapter's kernel starts with a module only another chapter's setup imports."""
-    modules = set(_imported(setup))
+def course_imports(notebooks: tuple[Path, ...]) -> list[str]:
+    """What the setups of the source notebooks at `notebooks` import (those that can be read)."""
+    modules = set()
     for path in notebooks:
-        with contextlib.suppress(OSError, ValueError):  # unreadable, or not a notebook: no server for it
-            other = course_code(Path(path).read_text())[0]
-            if other:
-                modules &= set(_imported(other))
+        with contextlib.suppress(OSError, ValueError):  # unreadable, or not a notebook: its chapter imports its own
+            modules.update(_imported(course_code(Path(path).read_text())[0]))
     return sorted(modules)
 
 
@@ -220,15 +217,14 @@ def server_for(notebook: str, keep: int = 1, course: tuple[Path, ...] = ()) -> s
     """The socket of this process's server for a source notebook's setup, started on first use; '' if none runs it.
 
     The process keeps the servers of its last `keep` setups (chapters), the oldest closed first (~0.5 GB each). They
-    share one run folder and one kernel zygote, which imports only what this setup and every one of the source
-    notebooks at `course` (the course's, where the caller knows them) import; a kernel imports the rest of its own
-    setup itself. Both are closed with the last server (stop_all), or when a setup lacks an import of the zygote's.
+    share one run folder and one kernel zygote, which imports what this setup and those of the source notebooks at
+    `course` (the course's, where the caller knows them) import; both are closed with the last server (stop_all).
     """
     setup, preload = course_code(notebook)
     if not setup:
         return ""
-    if _SHARED and not (_SHARED[0].intact() and _SHARED[0].modules <= set(_imported(setup))):
-        stop_all()  # removed or replaced under us (its paths kept); or its zygote imports what this setup does not
+    if _SHARED and not _SHARED[0].intact():  # removed (or replaced) under us: its servers and zygote end, paths kept
+        stop_all()
     server = _SERVERS.pop(setup, None)  # put back last: the most recently used
     if server is not None and server.ready and not server.alive():  # a dead one replaced; a failed setup not retried
         server.close()
@@ -237,8 +233,8 @@ def server_for(notebook: str, keep: int = 1, course: tuple[Path, ...] = ()) -> s
         while len(_SERVERS) >= max(1, keep):
             _SERVERS.pop(next(iter(_SERVERS))).close()
         with contextlib.suppress(OSError):
-            if not _SHARED:
-                _SHARED.append(Run(course_imports(setup, course)))
+            if not _SHARED:  # a module another chapter's setup imports, the zygote lacks: its kernels import it
+                _SHARED.append(Run(sorted({*_imported(setup), *course_imports(course)})))
             server = TrustedServer(setup, preload, shared=_SHARED[0])
     if server is not None:
         _SERVERS[setup] = server
