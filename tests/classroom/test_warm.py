@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -177,3 +178,189 @@ def test_a_servers_folder_and_its_zygotes_lie_in_a_run_folder_nobody_else_may_en
     denied = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
                              f"import os; os.mkdir({str(run / 'planted')!r})"], capture_output=True, text=True)
     assert denied.returncode != 0 and "PermissionError" in denied.stderr and not (run / "planted").exists()
+
+
+def _zygotes() -> list[int]:
+    """The kernel zygotes this test process started, however deep (their Python, not bwrap's processes)."""
+    parents, commands = {}, {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            parents[int(entry.name)], commands[int(entry.name)] = int(fields[1]), words
+    mine, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        mine |= frontier
+    return sorted(pid for pid in mine if Path(os.fsdecode(commands[pid][0])).name.startswith("python")
+                  and commands[pid][1:4] == [b"-m", b"tools.classroom.policy.zygote", b"serve"])
+
+
+def _graded(server_socket: str, setup: str, tmp_path: Path) -> tuple[nbformat.NotebookNode, dict]:
+    """A one-exercise notebook with `setup` (which sets `value` to 2), graded beside the server: it, and the report."""
+    from tools.classroom.nbgrader.execute import SandboxedExecute
+
+    cell = nbformat.v4.new_code_cell
+    notebook = nbformat.v4.new_notebook(cells=[
+        cell(setup, metadata={"nbgrader": {"grade_id": "setup"}}),
+        cell("answer = value + 1\n", metadata={"nbgrader": {"grade_id": "a", "solution": True}}),
+        cell("assert answer == 3\n", metadata={"nbgrader": {"grade_id": "t", "grade": True, "points": 1}})])
+    report = tmp_path / "report.json"
+    SandboxedExecute(report_path=str(report), trusted_server=server_socket).preprocess(
+        notebook, {"metadata": {"path": str(tmp_path)}})
+    return notebook, json.loads(report.read_text())
+
+
+ONE = "value = 2\n"
+OTHER = "import sqlite3\nvalue = sqlite3.connect(':memory:').execute('select 2').fetchone()[0]\n"  # _sqlite3.so
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a kernel zygote runs where the grader is root only")
+def test_one_process_s_chapters_share_one_zygote_which_ends_with_its_last_server(bwrap, tmp_path):
+    """Two chapters' servers in one process: one run folder, one kernel zygote (importing the first chapter's setup
+    only); the second chapter's kernel imports what its setup needs itself and grades right; closing one server
+    keeps the zygote, closing the last ends it and removes the run's folder."""
+    warm.stop_all()
+    before = _zygotes()
+    try:
+        first = warm.server_for(_notebook(ONE, "assert True"), keep=2)
+        second = warm.server_for(_notebook(OTHER, "assert True"), keep=2)
+        assert first and second and first != second
+        run = Path(first).parent.parent
+        assert Path(second).parent.parent == run
+        zygote = warm.zygote_socket(first)
+        assert zygote == warm.zygote_socket(second) == str(run / warm.ZYGOTE / "zygote.sock")
+        started = [pid for pid in _zygotes() if pid not in before]
+        assert len(started) == 1, started  # main: one per server
+        assert "_sqlite3" not in Path(f"/proc/{started[0]}/maps").read_text()  # the zygote lacks what OTHER imports
+        for setup, folder in ((OTHER, "other"), (ONE, "one")):
+            (tmp_path / folder).mkdir()
+            notebook, report = _graded(second if setup == OTHER else first, setup, tmp_path / folder)
+            assert report["kernel"] == "forked", report
+            assert [cell.outputs for cell in notebook.cells] == [[], [], []]  # every cell ran, the test passed
+            assert all(cell.execution_count for cell in notebook.cells[:2])
+        assert warm.server_for(_notebook("value = 3\n", "assert True"), keep=2)  # the oldest server closed
+        assert not Path(first).exists() and Path(second).exists() and warm.zygote_socket(second) == zygote
+        assert [pid for pid in _zygotes() if pid not in before] == started  # the same zygote, alive
+    finally:
+        warm.stop_all()
+    assert not run.exists()
+    for _ in range(50):  # killed: its sandbox ends a moment later
+        if not any(pid in started for pid in _zygotes()):
+            break
+        time.sleep(0.1)
+    assert not any(pid in started for pid in _zygotes())
+
+
+def test_the_shared_zygote_imports_what_every_chapter_s_setup_imports(tmp_path):
+    """Plain nbgrader hands the course's source notebooks: their setups' imports, each once; a damaged one skipped."""
+    (tmp_path / "a.ipynb").write_text(_notebook("import torch\nfrom helpers import checkpoint\n", "import math"))
+    (tmp_path / "b.ipynb").write_text(_notebook("import torch\nimport sqlite3\n", "assert True"))
+    (tmp_path / "broken.ipynb").write_text("{ not json")
+    paths = tuple(sorted(tmp_path.glob("*.ipynb"))) + (tmp_path / "missing.ipynb",)
+    assert warm.course_imports(paths) == ["helpers", "sqlite3", "torch"]  # the test cells' `math` is not a setup's
+
+
+def test_plain_nbgrader_hands_the_course_s_source_notebooks_to_its_server(tmp_path, monkeypatch):
+    """The plain nbgrader path (warm_servers): the assignment's source notebook, and every chapter's for the zygote."""
+    from traitlets.config import Config
+
+    from tools.classroom.nbgrader.execute import SandboxedExecute
+
+    for name in ("a", "b"):
+        (tmp_path / "source" / name).mkdir(parents=True)
+        (tmp_path / "source" / name / f"{name}.ipynb").write_text(_notebook(f"value = '{name}'\n", "assert True"))
+    (tmp_path / "submitted" / "s" / "a").mkdir(parents=True)  # a student's: never read for the zygote's imports
+    (tmp_path / "submitted" / "s" / "a" / "a.ipynb").write_text(_notebook("import sqlite3\n", "assert True"))
+    calls = []
+    monkeypatch.setattr(warm, "server_for", lambda notebook, keep, course: calls.append((notebook, keep, course)) or
+                        "/the/server.sock")
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    execute = SandboxedExecute(warm_servers=3, config=config)
+    assert execute._warm_server({"nbgrader": {"assignment": "a", "notebook": "a"}}) == "/the/server.sock"
+    source = tmp_path / "source"
+    assert calls == [((source / "a" / "a.ipynb").read_text(), 3, (source / "a" / "a.ipynb", source / "b" / "b.ipynb"))]
+
+
+def _mounts_under(folder: Path) -> list[str]:
+    fields = (line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines())
+    return sorted((mount[4] for mount in fields if mount[4].startswith(f"{folder}/") or mount[4] == str(folder)),
+                  key=len, reverse=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a second user's uid, and mounts, need a root grader")
+def test_a_shared_run_folder_removed_and_taken_by_another_user_is_never_used_again(bwrap, tmp_path):
+    """Attack review F1: the run's folder goes while its servers live, and uid 65534 makes one of that name (0777).
+    The next chapter's server makes and mounts nothing in it: the old run's servers and zygote end, a new run grades."""
+    warm.stop_all()
+    first = warm.server_for(_notebook(ONE, "assert True"), keep=2)
+    run, old = Path(first).parent.parent, warm._SHARED[0]
+    planted = sorted({"zygote/kernels/mine", f"{Path(first).parent.name}/mine"})  # what its paths would name
+    zygote = old.zygote.process.pid if old.zygote.process else None
+    gone = tmp_path / "gone"
+    run.rename(gone)  # removed under the grader (its mounts go along, for the clean-up below)
+    child = os.fork()
+    if child == 0:  # the second local user takes the free name
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            os.mkdir(run)
+            os.chmod(run, 0o777)
+            for path in planted:
+                os.makedirs(run / path)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    assert os.lstat(run).st_uid == 65534
+    try:
+        setup = "value = 1 + 1\n"
+        second = warm.server_for(_notebook(setup, "assert True"), keep=2)
+        assert _mounts_under(run) == []  # main: its folder made in it, mounted, chowned
+        # the old run's server and zygote closed without a path: nothing of the user's removed, nothing of ours made
+        assert sorted(str(path.relative_to(run)) for path in run.rglob("mine")) == planted, list(run.rglob("*"))
+        assert len(list(run.glob("*"))) == 2
+        assert second and Path(second).parent.parent != run and warm.run_folder(second)  # the grader's, 0700
+        assert list(warm._SERVERS) == [setup] and old.zygote.process is None  # the old run's server and zygote end
+        assert zygote is None or _settles_gone(zygote)
+        notebook, report = _graded(second, setup, tmp_path)
+        assert report["kernel"] == "forked", report  # the new run's zygote
+        assert [cell.outputs for cell in notebook.cells] == [[], [], []]
+    finally:
+        warm.stop_all()
+        for folder in (run, gone):
+            for mount in _mounts_under(folder):
+                subprocess.run(["umount", "--lazy", mount], check=False)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _settles_gone(pid: int) -> bool:
+    for _ in range(50):
+        if pid not in _zygotes():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_zygote_that_fails_to_start_leaves_the_shared_run_s_folder_for_the_next_server(tmp_path, monkeypatch):
+    """Attack review F1, case 1: without a zygote (its folder removed), closing the last server keeps the shared run's
+    folder (sandbox.release removed it, and the next server was made in a path anyone could take)."""
+    from tools.classroom.policy import sandbox
+
+    def fails(*args, **kwargs):
+        raise OSError("the zygote could not start")
+
+    warm.stop_all()
+    monkeypatch.setattr(sandbox, "zygote_command", fails)
+    try:
+        first = warm.server_for(_notebook(ONE, "assert True"), keep=1)
+        run = Path(first).parent.parent
+        second = warm.server_for(_notebook("value = 1 + 1\n", "assert True"), keep=1)  # the first one closed
+        assert not Path(first).exists() and run.is_dir() and warm._SHARED[0].folder == run
+        assert second and Path(second).parent.parent == run and warm.trusted_problem(second) == ""
+    finally:
+        warm.stop_all()
+    assert not run.exists()

@@ -19,7 +19,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 from nbclient import NotebookClient
 
-from tools.classroom.policy import sandbox, warm
+from tools.classroom.policy import run_zygote, sandbox, warm
 from tools.classroom.policy.policy import POLICY
 from tools.environment import ROOT
 
@@ -367,4 +367,4 @@ def test_a_kernels_writable_home_is_a_sized_tmpfs_and_no_file_grows_past_file_mb
         assert seen["files"][0] == seen["file cap"] == POLICY.file_mb, seen
     assert fresh["size MiB"] == POLICY.scratch_mb and fresh["errors"][-1] == "ENOSPC", fresh
     assert sum(fresh["files"]) <= POLICY.scratch_mb, fresh
-    assert forked["size MiB"] == warm.ZYGOTE_KERNELS * POLICY.scratch_mb, forked
+    assert forked["size MiB"] == run_zygote.ZYGOTE_KERNELS * POLICY.scratch_mb, forked

@@ -124,8 +124,9 @@ class SandboxedExecute(Execute):
 
         course = CourseDirectory(config=self.config)
         source = Path(course.format_path(course.source_directory, ".", ids["assignment"])) / f"{ids['notebook']}.ipynb"
+        chapters = tuple(sorted(source.parent.parent.glob("*/*.ipynb")))  # the course's: one zygote imports for all
         try:
-            return warm.server_for(source.read_text(), keep=self.warm_servers)
+            return warm.server_for(source.read_text(), keep=self.warm_servers, course=chapters)
         except OSError:  # no source notebook: a fresh trusted process, as without warm_servers
             return ""
 

@@ -40,13 +40,14 @@ def size_folder(folder: Path, mb: int = POLICY.scratch_mb, mode: str = "0700") -
                        check=True, capture_output=True)
 
 
-def release(folder: Path) -> None:
-    """After the sandbox: its folder's tmpfs unmounted, the folder removed, its cgroups released."""
+def release(folder: Path, run: bool = True) -> None:
+    """After the sandbox: its folder's tmpfs unmounted, the folder removed, its cgroups released; and, if `run`, its
+    run folder once empty (a shared run's, which later servers reuse, is its maker's to remove)."""
     if os.path.ismount(folder):
         subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
     runs.remove(folder)  # however deep the student made it (shutil.rmtree recurses: RecursionError)
     cgroups.release(folder)
-    if folder.parent.name.startswith(cgroups.RUN_FOLDERS):  # its own run folder (private_folder), once empty
+    if run and folder.parent.name.startswith(cgroups.RUN_FOLDERS):  # its own run folder (private_folder), once empty
         with contextlib.suppress(OSError):
             if os.listdir(folder.parent) == [runs.STAMP]:
                 os.unlink(folder.parent / runs.STAMP)

@@ -5,7 +5,7 @@ coordinator for its preflight and shared by the Dask workers on its machine (a w
 own), or by plain `nbgrader autograde`. It never runs student code: each fork serves one submission's test cells,
 with the student's values as plain data, exactly as a fresh trusted process would after running the setup, and is
 killed after it. What a fork saves: importing torch, transformers and the helpers, and loading the checkpoint, once
-per submission.
+per submission. A process's servers (one per chapter) share one run folder and one kernel zygote (server_for).
 """
 
 from __future__ import annotations
@@ -26,30 +26,30 @@ from pathlib import Path
 import nbformat
 
 from tools.classroom.policy import cgroups, handles, runs, sandbox
+from tools.classroom.policy.run_zygote import SETUP_LIMIT, ZYGOTE, Run
 from tools.classroom.protocol import frames
 from tools.classroom.protocol.trusted import is_test
 from tools.environment import ROOT
 
-SETUP_LIMIT = 300  # seconds for the server's one run of the setup
 SERVER_MEMORY_FACTOR = 4  # the server and its forks (a submission's test cells each) together: 4 kernels' cap
-ZYGOTE = "zygote"  # the kernel zygote's folder in a run's folder: its socket, its kernels' folders
-ZYGOTE_KERNELS = 4  # the zygote's kernels' folders share a tmpfs of this many sandboxes' scratch_mb
 TRUSTED_FOLDERS = "grading-trusted-"  # a trusted server's folder, with its socket, inside its run's folder
 RUN_FOLDERS = cgroups.RUN_FOLDERS  # /tmp/grading-run-<random>: the grader's, 0700; a server's and its zygote's
 _SERVERS: dict[str, TrustedServer] = {}  # setup source -> this process's server for it
+_SHARED: list[Run] = []  # this process's run (server_for): its folder and kernel zygote, shared by all its servers
 
 
 class TrustedServer:
-    """The sandboxed server process and its socket; `ready` once its setup passed."""
+    """The sandboxed server process and its socket; `ready` once its setup passed. In `shared` (server_for), or in a
+    run of its own, closed with it."""
 
-    def __init__(self, setup: str, preload: tuple[str, ...] = (), memory_mb: int = sandbox.MEMORY_LIMIT_MB):
+    def __init__(self, setup: str, preload: tuple[str, ...] = (), memory_mb: int = sandbox.MEMORY_LIMIT_MB,
+                 shared: Run | None = None):
         _remove_stale()
-        # One private folder (mkdtemp: a random name, made 0700 for this uid alone) holds the server's folder and
-        # its zygote's: nobody else can make, swap or name anything inside it.
-        self.run = runs.make()
+        self.owned = shared is None
+        self.shared = Run(_imported(setup)) if shared is None else shared
+        self.run, self.zygote = self.shared.folder, self.shared.zygote
         self.scratch = Path(tempfile.mkdtemp(prefix=TRUSTED_FOLDERS, dir=self.run))
         self.socket = self.scratch / "trusted.sock"
-        self.zygote = KernelZygote(self.run / ZYGOTE, setup)  # it imports while the setup runs here
         command = sandbox.bwrap_command(self.scratch, memory_mb, read_only=[ROOT / "tools"],
                                         group_mb=SERVER_MEMORY_FACTOR * memory_mb)  # its forks share its group
         self.process = subprocess.Popen([*command, sys.executable, "-m", "tools.classroom.protocol.trusted", "--server",
@@ -63,62 +63,23 @@ class TrustedServer:
         self.ready = ready.get("op") == "ready" and ready.get("status") == "passed"
         if not self.ready:  # a fresh process per submission will report why
             self.close()
-        elif self.zygote.process is None or not self.zygote.wait():  # a fresh sandbox per kernel
-            self.zygote.close()
+        else:
+            self.shared.check_zygote()
 
     def alive(self) -> bool:
         return self.ready and self.process.poll() is None
 
     def close(self) -> None:
-        """End the server and its forks (they die with its sandbox); remove its folder."""
+        """End the server and its forks (they die with its sandbox); remove its folder, and its own run's."""
         self.process.kill()
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             pipe.close()
-        self.zygote.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        sandbox.release(self.scratch)
-        shutil.rmtree(self.run, ignore_errors=True)
-
-
-class KernelZygote:
-    """The student kernels' zygote (zygote.py) beside a trusted server, where the grader is root; else none."""
-
-    def __init__(self, folder: Path, setup: str):
-        self.folder, self.process = folder, None
-        try:
-            self.folder.mkdir(mode=0o700)  # in the run's private folder: made here, by the grader, and handed over
-        except OSError:
-            self.folder = None
-            return
-        (self.folder / "kernels").mkdir(mode=0o755)
-        # One tmpfs for all its kernels' folders (a mount made later would not reach the zygote's namespace): the
-        # host's disk is never written; each kernel's share is charged to its memory cgroup, each file to file_mb.
-        sandbox.size_folder(self.folder / "kernels", ZYGOTE_KERNELS * sandbox.POLICY.scratch_mb, "0755")
-        try:
-            command = sandbox.zygote_command(self.folder, _imported(setup))
-            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL)
-        except OSError:
-            self.process = None
-
-    def wait(self) -> bool:
-        """Whether it imported everything, listens, and has one thread (a fork beside another could deadlock)."""
-        try:
-            ready = frames.receive(self.process.stdout.fileno(), time.monotonic() + SETUP_LIMIT)
-        except (frames.FrameError, OSError, AttributeError):
-            return False
-        return ready.get("op") == "ready" and ready.get("threads") == 1
-
-    def close(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process.stdout.close()
-            self.process = None
-        if self.folder is not None:
-            sandbox.release(self.folder / "kernels")
-            shutil.rmtree(self.folder, ignore_errors=True)
+        if self.shared.intact():  # never a path through a run folder someone else made (or that is gone)
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            sandbox.release(self.scratch, run=False)  # the run's folder is the Run's to remove, not the last server's
+        if self.owned:
+            self.shared.close()
 
 
 def trusted_owner(folder: Path) -> int:
@@ -217,19 +178,22 @@ def _knock(path: str) -> OSError | None:
 
 def _remove_stale() -> None:
     """Remove the run folders of servers that are gone (a stopped Dask worker runs no exit handler): nothing listens
-    on their sockets, and those whose maker is gone (runs.py). Only this grader's own (0700) run folders."""
+    on any of their sockets, and those whose maker is gone (runs.py). Only this grader's own (0700) run folders."""
     runs.sweep()
     for run in Path(tempfile.gettempdir()).glob(f"{RUN_FOLDERS}*"):
-        for path in run.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"):
-            try:  # a folder another user made is never this grader's to remove (nor one removed meanwhile)
+        sockets = list(run.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"))
+        try:  # a folder another user made is never this grader's to remove (nor one removed meanwhile)
+            for path in sockets:
                 run_folder(path)
                 handles.check_socket(path, trusted_owner(path.parent))
-            except OSError:
-                continue
-            if isinstance(_knock(str(path)), ConnectionRefusedError):
-                sandbox.release(run / ZYGOTE / "kernels")  # the zygote's kernels' tmpfs; the server's own folder is one
+        except OSError:
+            continue
+        # a run shared by several servers (server_for) stays while one of them listens
+        if sockets and all(isinstance(_knock(str(path)), ConnectionRefusedError) for path in sockets):
+            sandbox.release(run / ZYGOTE / "kernels")  # the zygote's kernels' tmpfs; each server's own folder is one
+            for path in sockets:
                 sandbox.release(path.parent)
-                shutil.rmtree(run, ignore_errors=True)
+            shutil.rmtree(run, ignore_errors=True)
 
 
 @functools.lru_cache(maxsize=16)
@@ -240,14 +204,27 @@ def course_code(notebook: str) -> tuple[str, tuple[str, ...]]:
     return setup, tuple(sorted({module for cell in cells if is_test(cell) for module in _imported(cell.source)}))
 
 
-def server_for(notebook: str, keep: int = 1) -> str:
+def course_imports(notebooks: tuple[Path, ...]) -> list[str]:
+    """What the setups of the source notebooks at `notebooks` import (those that can be read)."""
+    modules = set()
+    for path in notebooks:
+        with contextlib.suppress(OSError, ValueError):  # unreadable, or not a notebook: its chapter imports its own
+            modules.update(_imported(course_code(Path(path).read_text())[0]))
+    return sorted(modules)
+
+
+def server_for(notebook: str, keep: int = 1, course: tuple[Path, ...] = ()) -> str:
     """The socket of this process's server for a source notebook's setup, started on first use; '' if none runs it.
 
-    The process keeps the servers of its last `keep` setups (chapters), the oldest closed first (~0.5 GB each).
+    The process keeps the servers of its last `keep` setups (chapters), the oldest closed first (~0.5 GB each). They
+    share one run folder and one kernel zygote, which imports what this setup and those of the source notebooks at
+    `course` (the course's, where the caller knows them) import; both are closed with the last server (stop_all).
     """
     setup, preload = course_code(notebook)
     if not setup:
         return ""
+    if _SHARED and not _SHARED[0].intact():  # removed (or replaced) under us: its servers and zygote end, paths kept
+        stop_all()
     server = _SERVERS.pop(setup, None)  # put back last: the most recently used
     if server is not None and server.ready and not server.alive():  # a dead one replaced; a failed setup not retried
         server.close()
@@ -256,16 +233,22 @@ def server_for(notebook: str, keep: int = 1) -> str:
         while len(_SERVERS) >= max(1, keep):
             _SERVERS.pop(next(iter(_SERVERS))).close()
         with contextlib.suppress(OSError):
-            server = TrustedServer(setup, preload)
+            if not _SHARED:  # a module another chapter's setup imports, the zygote lacks: its kernels import it
+                _SHARED.append(Run(sorted({*_imported(setup), *course_imports(course)})))
+            server = TrustedServer(setup, preload, shared=_SHARED[0])
     if server is not None:
         _SERVERS[setup] = server
+    elif not _SERVERS:
+        stop_all()
     return str(server.socket) if server is not None and server.alive() else ""
 
 
 def stop_all() -> None:
-    """Close every server of this process."""
+    """Close every server of this process, then their run's zygote and folder."""
     while _SERVERS:
         _SERVERS.popitem()[1].close()
+    while _SHARED:
+        _SHARED.pop().close()
 
 
 atexit.register(stop_all)
