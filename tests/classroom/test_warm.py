@@ -8,6 +8,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -15,8 +16,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.classroom.policy import warm
+from tools.classroom.policy import runs, warm
 from tools.classroom.policy.relay import TrustedTests
+from tools.environment import ROOT
 
 SETUP = "import torch\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(2, 2)\n"
 
@@ -122,6 +124,7 @@ def test_a_new_server_removes_the_folders_of_servers_that_are_gone(server):
                     break
             time.sleep(0.1)
     assert all(folder.exists() for folder in folders)
+    _made_by_a_process_that_is_gone(gone.run)  # a run of a live maker is its own (server_for replaces its servers)
     newer = warm.TrustedServer(SETUP)
     try:
         assert not any(folder.exists() for folder in folders)
@@ -130,6 +133,42 @@ def test_a_new_server_removes_the_folders_of_servers_that_are_gone(server):
     finally:
         newer.close()
         gone.close()
+
+
+def _made_by_a_process_that_is_gone(run: Path) -> None:
+    """Stamp `run` (runs.py's .maker) with a process that has ended, as a stopped Dask worker's folder is."""
+    ended = subprocess.Popen(["sleep", "60"])
+    stamp = f"{ended.pid} {runs.start_time(ended.pid)} {runs._where()}"
+    ended.kill()
+    ended.wait()
+    (run / runs.STAMP).write_text(stamp)
+
+
+def _dead_socket(run: Path) -> Path:
+    """A trusted server's folder in `run` whose socket is bound but never listens: a server that ended."""
+    own = Path(tempfile.mkdtemp(prefix=warm.TRUSTED_FOLDERS, dir=run))
+    os.chown(own, warm.trusted_owner(own), -1)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
+        gone.bind(str(own / "trusted.sock"))
+    os.chown(own / "trusted.sock", warm.trusted_owner(own), -1)
+    return own
+
+
+def test_a_run_whose_maker_still_runs_is_not_swept_though_none_of_its_servers_listens():
+    """Attack review 2, G1: another grader process's run (or this one's own shared run) between its last server and
+    the next one is that process's; the sweep leaves it while its maker runs, and removes it once the maker is gone."""
+    maker = subprocess.Popen([sys.executable, "-c", "import sys\nfrom tools.classroom.policy import runs\n"
+                              "print(runs.make(), flush=True)\nsys.stdin.read()"], cwd=ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    run = Path(maker.stdout.readline().strip())
+    try:
+        _dead_socket(run)
+        warm._remove_stale()
+        assert run.is_dir()  # main: removed (nothing listens), and the maker's next server made in a free name
+    finally:
+        maker.communicate("")
+    warm._remove_stale()  # the control: its maker gone, the same run is swept
+    assert not run.exists()
 
 
 def test_no_server_for_a_setup_that_fails():
@@ -335,6 +374,27 @@ def test_a_shared_run_folder_removed_and_taken_by_another_user_is_never_used_aga
             for mount in _mounts_under(folder):
                 subprocess.run(["umount", "--lazy", mount], check=False)
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_chapter_s_server_that_died_leaves_the_shared_run_to_the_next_chapter_s(bwrap):
+    """Attack review 2, G1: with the only server of the shared run dead, the next server's sweep removed the run
+    (nothing listened) and the server's folder was then made in a name anyone could take; now the run stays."""
+    warm.stop_all()
+    try:
+        first = warm.server_for(_notebook(ONE, "assert True"), keep=2)
+        run, dead = Path(first).parent.parent, warm._SERVERS[ONE].process
+        dead.kill()
+        dead.wait()
+        for _ in range(50):  # its sandbox ends with it, a moment later
+            if warm._knock(first) is not None:
+                break
+            time.sleep(0.1)
+        second = warm.server_for(_notebook("value = 1 + 1\n", "assert True"), keep=2)
+        assert second and Path(second).parent.parent == run and warm.trusted_problem(second) == ""
+        assert warm._SHARED[0].folder == run and warm._SHARED[0].intact()
+    finally:
+        warm.stop_all()
+    assert not run.exists()
 
 
 def _settles_gone(pid: int) -> bool:

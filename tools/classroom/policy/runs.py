@@ -64,6 +64,25 @@ def _stamp(folder: int) -> tuple[str, str, str, str] | None:
     return tuple(words) if len(words) == 4 and words[0].isdigit() else None
 
 
+def _running(stamp: tuple[str, str, str, str], boot: str) -> bool:
+    """Whether the process a stamp names still runs: the same pid and start time, since the same boot."""
+    return stamp[3] == boot and start_time(stamp[0]) == stamp[1]
+
+
+def maker_running(run: Path) -> bool:
+    """Whether the process that made the run folder `run` (its stamp, read through one descriptor) still runs: that
+    process owns the folder and what is in it, so no other process removes it."""
+    try:
+        fd = os.open(run, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        stamp = _stamp(fd)
+        return stamp is not None and _running(stamp, _where().split()[1])
+    finally:
+        os.close(fd)
+
+
 def _orphan(tmp: int, name: str) -> bool:
     """Whether /tmp/`name` is this uid's private run folder and its maker is gone (checked through one descriptor)."""
     try:
@@ -77,7 +96,7 @@ def _orphan(tmp: int, name: str) -> bool:
         stamp, (namespace, boot) = _stamp(fd), _where().split()
         if stamp is None or (stamp[3] == boot and stamp[2] != namespace):  # no stamp; a maker we cannot see
             return False
-        if stamp[3] == boot and start_time(stamp[0]) == stamp[1]:  # its maker still runs (since the last boot)
+        if _running(stamp, boot):  # its maker still runs (since the last boot)
             return False
         now = os.stat(name, dir_fd=tmp, follow_symlinks=False)  # the name is still this folder (sticky /tmp: only
         return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)  # its owner could have moved it)

@@ -44,9 +44,11 @@ class TrustedServer:
 
     def __init__(self, setup: str, preload: tuple[str, ...] = (), memory_mb: int = sandbox.MEMORY_LIMIT_MB,
                  shared: Run | None = None):
-        _remove_stale()
+        _remove_stale()  # never a run whose maker runs: this process's shared one, nor another grader's
         self.owned = shared is None
         self.shared = Run(_imported(setup)) if shared is None else shared
+        if not self.shared.intact():  # checked after the sweep, right before a folder is made in it
+            raise handles.Refused(f"the run folder {self.shared.folder} is no longer the one this grader made")
         self.run, self.zygote = self.shared.folder, self.shared.zygote
         self.scratch = Path(tempfile.mkdtemp(prefix=TRUSTED_FOLDERS, dir=self.run))
         self.socket = self.scratch / "trusted.sock"
@@ -181,6 +183,8 @@ def _remove_stale() -> None:
     on any of their sockets, and those whose maker is gone (runs.py). Only this grader's own (0700) run folders."""
     runs.sweep()
     for run in Path(tempfile.gettempdir()).glob(f"{RUN_FOLDERS}*"):
+        if runs.maker_running(run):  # its maker replaces its own dead servers (server_for): a run it may share
+            continue
         sockets = list(run.glob(f"{TRUSTED_FOLDERS}*/trusted.sock"))
         try:  # a folder another user made is never this grader's to remove (nor one removed meanwhile)
             for path in sockets:
