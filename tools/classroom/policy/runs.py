@@ -70,15 +70,16 @@ def _running(stamp: tuple[str, str, str, str], boot: str) -> bool:
 
 
 def maker_running(run: Path) -> bool:
-    """Whether the process that made the run folder `run` (its stamp, read through one descriptor) still runs: that
-    process owns the folder and what is in it, so no other process removes it."""
+    """Whether the process that made the run folder `run` (its stamp, read through one descriptor) still runs, or
+    may (since this boot, in a pid namespace this one cannot see): it owns the folder, so no other process removes
+    it."""
     try:
         fd = os.open(run, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return False
     try:
-        stamp = _stamp(fd)
-        return stamp is not None and _running(stamp, _where().split()[1])
+        stamp, (namespace, boot) = _stamp(fd), _where().split()
+        return stamp is not None and (_running(stamp, boot) or (stamp[3] == boot and stamp[2] != namespace))
     finally:
         os.close(fd)
 
