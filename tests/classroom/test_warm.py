@@ -220,7 +220,8 @@ def test_a_servers_folder_and_its_zygotes_lie_in_a_run_folder_nobody_else_may_en
 
 
 def _zygotes() -> list[int]:
-    """The kernel zygotes this test process started, however deep (their Python, not bwrap's processes)."""
+    """The kernel zygotes this test process started, however deep (their Python, not bwrap's processes); not the
+    children a zygote forks for each caller (a "fit" check's lives a moment after it answered: same command line)."""
     parents, commands = {}, {}
     for entry in Path("/proc").glob("[0-9]*"):
         try:
@@ -234,8 +235,9 @@ def _zygotes() -> list[int]:
     while frontier:
         frontier = {child for child, parent in parents.items() if parent in frontier}
         mine |= frontier
-    return sorted(pid for pid in mine if Path(os.fsdecode(commands[pid][0])).name.startswith("python")
-                  and commands[pid][1:4] == [b"-m", b"tools.classroom.policy.zygote", b"serve"])
+    zygotes = {pid for pid in mine if Path(os.fsdecode(commands[pid][0])).name.startswith("python")
+               and commands[pid][1:4] == [b"-m", b"tools.classroom.policy.zygote", b"serve"]}
+    return sorted(pid for pid in zygotes if parents[pid] not in zygotes)
 
 
 def _graded(server_socket: str, setup: str, tmp_path: Path) -> tuple[nbformat.NotebookNode, dict]:
