@@ -23,7 +23,8 @@ class Run:
         # One private folder (mkdtemp: a random name, made 0700 for this uid alone) holds the servers' folders and
         # the zygote's: nobody else can make, swap or name anything inside it.
         self.folder = runs.make()
-        self.identity = (os.lstat(self.folder).st_dev, os.lstat(self.folder).st_ino)
+        made = os.lstat(self.folder)
+        self.identity = (made.st_dev, made.st_ino)
         self.zygote = KernelZygote(self.folder / ZYGOTE, modules)  # it imports while a server runs its setup
         self.checked = False
 

@@ -64,9 +64,11 @@ def _stamp(folder: int) -> tuple[str, str, str, str] | None:
     return tuple(words) if len(words) == 4 and words[0].isdigit() else None
 
 
-def _running(stamp: tuple[str, str, str, str], boot: str) -> bool:
-    """Whether the process a stamp names still runs: the same pid and start time, since the same boot."""
-    return stamp[3] == boot and start_time(stamp[0]) == stamp[1]
+def _may_run(stamp: tuple[str, str, str, str]) -> bool:
+    """Whether the process a stamp names may still run: since this boot, in a pid namespace this one cannot see, or
+    here with the same pid and start time."""
+    namespace, boot = _where().split()
+    return stamp[3] == boot and (stamp[2] != namespace or start_time(stamp[0]) == stamp[1])
 
 
 def maker_running(run: Path) -> bool:
@@ -78,8 +80,8 @@ def maker_running(run: Path) -> bool:
     except OSError:
         return False
     try:
-        stamp, (namespace, boot) = _stamp(fd), _where().split()
-        return stamp is not None and (_running(stamp, boot) or (stamp[3] == boot and stamp[2] != namespace))
+        stamp = _stamp(fd)
+        return stamp is not None and _may_run(stamp)
     finally:
         os.close(fd)
 
@@ -94,10 +96,8 @@ def _orphan(tmp: int, name: str) -> bool:
         info = os.fstat(fd)
         if info.st_uid != os.geteuid() or info.st_mode & 0o077:  # another user's, or one others may enter
             return False
-        stamp, (namespace, boot) = _stamp(fd), _where().split()
-        if stamp is None or (stamp[3] == boot and stamp[2] != namespace):  # no stamp; a maker we cannot see
-            return False
-        if _running(stamp, boot):  # its maker still runs (since the last boot)
+        stamp = _stamp(fd)
+        if stamp is None or _may_run(stamp):  # no stamp; a maker we cannot see, or one that still runs
             return False
         now = os.stat(name, dir_fd=tmp, follow_symlinks=False)  # the name is still this folder (sticky /tmp: only
         return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)  # its owner could have moved it)
