@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import io
 import json
 import pickle
 import shutil
@@ -17,8 +19,8 @@ from safetensors.torch import save
 
 from tools.classroom.policy import sandbox, warm
 from tools.classroom.policy.relay import TrustedTests, kernel_cell
-from tools.classroom.protocol.trusted import HIDDEN_NOTE, Remote, free_names, split_test
-from tools.classroom.protocol.wire import Handle, Unsupported, WireError, decode, encode
+from tools.classroom.protocol.trusted import HIDDEN_NOTE, Link, Remote, free_names, split_test
+from tools.classroom.protocol.wire import Handle, Unsupported, WireError, decode, encode, write
 
 
 def _round_trip(value, keep=None):
@@ -73,6 +75,72 @@ def test_anything_outside_the_schema_is_refused(tree):
         decode(pickle.dumps(1), save({}))
 
 
+def test_writing_a_reply_leaves_the_kernels_garbage_collector_as_it_was(tmp_path):
+    """write() and decode() pause the collector while they build a plain tree: they never switch it on or off."""
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            write(str(tmp_path / "reply"), {"value": {"word": [1, 2.5]}})
+            assert gc.isenabled() is enabled
+            assert _decode_files(tmp_path / "reply") == {"value": {"word": [1, 2.5]}}
+            assert gc.isenabled() is enabled
+            with pytest.raises(WireError):
+                decode(b"[", save({}))
+            assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+
+
+def _decode_files(stem: Path):
+    return decode(stem.with_suffix(".json").read_bytes(), stem.with_suffix(".safetensors").read_bytes())
+
+
+class _Names(pickle.Unpickler):
+    """What a request names: each reference to a kernel object as ('kernel', kind, ref), the rest by value."""
+
+    def persistent_load(self, pid):
+        return ("kernel", *pid)
+
+    def find_class(self, module, name):
+        if (module, name) == ("tools.classroom.protocol.wire", "reference"):
+            return lambda kind, ref: ("kernel", kind, ref)
+        return super().find_class(module, name)
+
+
+def _named(link: Link, value):
+    return _Names(io.BytesIO(link._pickle(value))).load()
+
+
+def test_a_request_names_the_setups_objects_even_a_plain_dict_and_copies_the_rest():
+    """A setup dict is named as a tensor or a module is (one more kind of pickler asks about it); a test's own dict,
+    tensor or list, and a setup object only equal to one, go by value."""
+    model, lookup = torch.nn.Linear(2, 2), {"a": 1}
+    link = Link(-1, -1)
+    link.know_setup({"model": model, "lookup": lookup, "n": 3})
+    mine = {"x": [1, 2], "t": torch.ones(2)}
+    back = _named(link, [lookup, model, model.weight, mine, dict(lookup), 3])
+    assert back[:3] == [("kernel", "setup", "lookup"), ("kernel", "setup", "model"),
+                        ("kernel", "setup", "model.weight")]
+    assert back[3]["x"] == [1, 2] and torch.equal(back[3]["t"], torch.ones(2)) and back[4:] == [{"a": 1}, 3]
+    plain = Link(-1, -1)  # no plain container in the setup: C pickles the plain data, asking about the rest only
+    plain.know_setup({"model": model})
+    assert _named(plain, [{"m": model, "r": Remote(None, 4, "r")}, mine["x"]]) == [
+        {"m": ("kernel", "setup", "model"), "r": ("kernel", "handle", 4)}, [1, 2]]
+
+
+def test_a_setup_object_that_died_lends_its_id_to_no_other_object():
+    """A test that rebinds a setup name frees its object; a tensor made later at the same address must go by value,
+    not as the kernel's own copy of the setup's (the link holds what it names)."""
+    namespace = {"table": torch.zeros(3)}
+    link = Link(-1, -1)
+    link.know_setup(namespace)
+    del namespace["table"]
+    gc.collect()
+    made = [torch.full((3,), float(i)) for i in range(1000)]  # CPython reuses a freed address within a few
+    back = _named(link, made)
+    assert all(type(t) is torch.Tensor and float(t[0]) == i for i, t in enumerate(back))
+
+
 def test_free_names_are_what_the_test_reads_without_binding():
     source = ("import numpy as np\nexpected = np.ones(3)\nfor word in words:\n    assert f(word) == g(x)\n"
               "def h(y):\n    return y + table\n")
@@ -99,6 +167,9 @@ def layer(n):
     return torch.nn.Linear(n, 1)
 def same_model(m):
     return m is model
+def kinds(box):
+    return {k: "the model" if v is model else "its weight" if v is model.weight else type(v).__name__
+            for k, v in box.items()}
 abs = lambda x: 0
 '''
 TEST = ("assert isinstance({name}, int)\n### BEGIN HIDDEN TESTS\nassert {name} == 3 and abs(-1) == 1\n"
@@ -145,6 +216,10 @@ def test_student_functions_run_in_their_kernel_on_the_tests_inputs(trusted):
     assert trusted.run("calls", source, 60, 300)["status"] == "passed"
     failed = trusted.run("visible", "assert double(1) == 3, 'one doubled'", 60, 300)
     assert failed["status"] == "visible" and failed["ename"] == "AssertionError" and "one doubled" in failed["evalue"]
+    nested = ("m = layer(3)\nbox = {'m': model, 'w': model.weight, 'r': m, 'd': {'x': [1]}, 't': torch.ones(1)}\n"
+              "assert kinds(box) == {'m': 'the model', 'w': 'its weight', 'r': 'Linear', 'd': 'dict', "
+              "'t': 'Tensor'}, kinds(box)\n")  # named in a request at any depth; the rest by value
+    assert trusted.run("nested", nested, 60, 300)["status"] == "passed"
     refused = trusted.run("truth", "assert layer(2)", 60, 300)  # an object of the kernel is not truthy here
     assert refused["status"] == "visible" and refused["ename"] == "TypeError", refused
 

@@ -23,9 +23,11 @@ import time
 import traceback
 
 from tools.classroom.protocol import frames
-from tools.classroom.protocol.wire import Handle, WireError, decode
+from tools.classroom.protocol.wire import Handle, WireError, decode, reference
 
 HIDDEN_NOTE = "a hidden check failed"
+# Exact types C's pickle writes itself, without asking Pickler.reducer_override (persistent_id is asked for all)
+UNASKED = (dict, list, set, frozenset, bytearray)
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
@@ -97,6 +99,8 @@ class Link:
 
     def __init__(self, inp: int, out: int):
         self.inp, self.out, self.setup_ids = inp, out, {}
+        self.setup_objects: list = []  # each named object held: its id is never another object's while named
+        self.unasked = False  # a setup object of a type in UNASKED: only persistent_id would see it
 
     def know_setup(self, namespace: dict) -> None:
         """Name the setup's objects: an argument that is one goes by name and is the kernel's own copy of it."""
@@ -108,26 +112,40 @@ class Link:
                     "module", "function", "builtin_function_or_method"):
                 continue
             self.setup_ids[id(value)] = name
+            self.setup_objects.append(value)
+            self.unasked = self.unasked or type(value) in UNASKED
             if isinstance(value, torch.nn.Module):
                 for prefix, named in (("", value.named_modules()), ("", value.named_parameters()),
                                       ("", value.named_buffers())):
                     for path, item in named:
                         self.setup_ids.setdefault(id(item), f"{name}.{prefix}{path}" if path else name)
+                        self.setup_objects.append(item)
                 if hasattr(value, "config"):
                     self.setup_ids.setdefault(id(value.config), f"{name}.config")
+                    self.setup_objects.append(value.config)
+
+    def _reference(self, obj) -> tuple[str, object] | None:
+        """How a request names `obj` if it is the kernel's own (a Remote's handle, a setup object), else None."""
+        if isinstance(obj, Remote):
+            return ("handle", obj._remote[1])
+        name = self.setup_ids.get(id(obj))
+        return ("setup", name) if name else None
 
     def _pickle(self, value) -> bytes:
+        """The request's pickle: the kernel's own objects named (wire.reference), the rest by value."""
         link = self
 
-        class Pickler(pickle.Pickler):
+        class Pickler(pickle.Pickler):  # asked about objects that are not plain data only: C does the rest
+            def reducer_override(self, obj):
+                ref = link._reference(obj)
+                return (reference, ref) if ref else NotImplemented
+
+        class Asking(pickle.Pickler):  # asked about every object, a plain dict or list of the setup's too
             def persistent_id(self, obj):
-                if isinstance(obj, Remote):
-                    return ("handle", obj._remote[1])
-                name = link.setup_ids.get(id(obj))
-                return ("setup", name) if name else None
+                return link._reference(obj)
 
         buffer = io.BytesIO()
-        Pickler(buffer, protocol=4).dump(value)
+        (Asking if self.unasked else Pickler)(buffer, protocol=4).dump(value)
         return buffer.getvalue()
 
     def request(self, message: dict):
