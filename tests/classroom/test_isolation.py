@@ -126,6 +126,11 @@ def test_a_request_names_the_setups_objects_even_a_plain_dict_and_copies_the_res
     plain.know_setup({"model": model})
     assert _named(plain, [{"m": model, "r": Remote(None, 4, "r")}, mine["x"]]) == [
         {"m": ("kernel", "setup", "model"), "r": ("kernel", "handle", 4)}, [1, 2]]
+    configured = torch.nn.Linear(1, 1)
+    configured.config = {"k": 1}  # a module's plain-dict config: named as the module's, as before
+    inner = Link(-1, -1)
+    inner.know_setup({"configured": configured})
+    assert _named(inner, [configured.config, {"k": 1}]) == [("kernel", "setup", "configured.config"), {"k": 1}]
 
 
 def test_a_setup_object_that_died_lends_its_id_to_no_other_object():

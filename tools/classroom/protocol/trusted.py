@@ -113,7 +113,6 @@ class Link:
                 continue
             self.setup_ids[id(value)] = name
             self.setup_objects.append(value)
-            self.unasked = self.unasked or type(value) in UNASKED
             if isinstance(value, torch.nn.Module):
                 for prefix, named in (("", value.named_modules()), ("", value.named_parameters()),
                                       ("", value.named_buffers())):
@@ -123,6 +122,7 @@ class Link:
                 if hasattr(value, "config"):
                     self.setup_ids.setdefault(id(value.config), f"{name}.config")
                     self.setup_objects.append(value.config)
+        self.unasked = any(type(value) in UNASKED for value in self.setup_objects)
 
     def _reference(self, obj) -> tuple[str, object] | None:
         """How a request names `obj` if it is the kernel's own (a Remote's handle, a setup object), else None."""
