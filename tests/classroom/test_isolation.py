@@ -91,6 +91,44 @@ def test_writing_a_reply_leaves_the_kernels_garbage_collector_as_it_was(tmp_path
         gc.enable()
 
 
+def test_an_interrupt_as_the_collector_pauses_leaves_it_on(monkeypatch):
+    """The cell's time limit may interrupt write() just after it paused the collector: it is still switched back
+    on (attack review 46w F1: 95 kernels in 200,000 left without a collector, before the fix)."""
+    from tools.classroom.protocol.wire import paused_collector
+
+    pause = gc.disable
+
+    def interrupted():
+        pause()
+        raise KeyboardInterrupt  # what the kernel's SIGINT raises, at the worst moment
+
+    monkeypatch.setattr(gc, "disable", interrupted)
+    gc.enable()
+    with pytest.raises(KeyboardInterrupt), paused_collector():
+        pass
+    assert gc.isenabled()
+
+
+def test_a_decoded_reply_holds_no_tensor_once_decode_returns(monkeypatch):
+    """decode's recursive builder is no cycle left behind: a tensor the reply never names dies with decode's call,
+    without waiting for a collection (attack review 46w F2: up to 74 such 16 MiB tensors were alive at once)."""
+    import weakref
+
+    import safetensors.torch
+
+    held = [torch.zeros(4)]
+    alive = weakref.ref(held[0])
+    monkeypatch.setattr(safetensors.torch, "load", lambda data: {"t0": held.pop()})  # decode holds it alone
+    collecting = gc.isenabled()
+    gc.disable()  # only reference counting may free it
+    try:
+        assert decode(json.dumps({"list": [1]}).encode(), b"") == [1]
+        assert alive() is None
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def _decode_files(stem: Path):
     return decode(stem.with_suffix(".json").read_bytes(), stem.with_suffix(".safetensors").read_bytes())
 

@@ -73,8 +73,8 @@ def paused_collector():
     """No cyclic garbage collection meanwhile (as it was after): what encode and decode build is acyclic, and a
     collection of a kernel's or a test process's whole heap (~450,000 objects, 0.2 s) would find nothing in it."""
     collecting = gc.isenabled()
-    gc.disable()
-    try:
+    try:  # disabled inside the try: an interrupt (the cell's time limit) right after it still re-enables it
+        gc.disable()
         yield
     finally:
         if collecting:
@@ -143,6 +143,8 @@ def _decode(text: bytes, tensor_bytes: bytes):
         return build(tree, 0)
     except (TypeError, RecursionError):  # an unhashable key, or nesting past Python's own limit
         raise WireError("the kernel's reply does not follow the grader's schema") from None
+    finally:  # build refers to itself: a cycle that would hold every tensor of the reply until a collection
+        build = None
 
 
 def _key(key):
