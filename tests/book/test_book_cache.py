@@ -33,13 +33,17 @@ def notebook(path, cells):
     return path
 
 
+# The child pytest runs notebooks only: hypothesis's and anyio's plugins would import (and assertion-rewrite) their
+# packages in each child for nothing.
+NOT_NEEDED = ["-p", "no:hypothesispytest", "-p", "no:anyio"]
+
 pytestmark = pytest.mark.usefixtures("venv_first")  # conftest.py: the kernels run this venv's python
 
 
 def nbval_into_cache(path, cache):
     """pytest --nbval on one notebook with the plugin, from the repository root with its settings."""
     command = [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), "-n", "0",
-               "-q", "-p", "tools.testing.pytest_gpu", "-p", "tools.testing.pytest_nbval",
+               *NOT_NEEDED, "-q", "-p", "tools.testing.pytest_gpu", "-p", "tools.testing.pytest_nbval",
                "-p", "tools.testing.pytest_book_cache", "--nbval-book-cache", str(cache), str(path)]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=offline_environment(), timeout=600)
 

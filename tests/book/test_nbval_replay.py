@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from jupyter_cache import get_cache
 
-from tests.book.test_book_cache import CELLS, notebook
+from tests.book.test_book_cache import CELLS, NOT_NEEDED, notebook
 from tools.book import fingerprint
 from tools.environment import ROOT, venv_environment
 
@@ -23,7 +23,7 @@ PLUGINS = [option for plugin in ("gpu", "nbval", "nbval_replay", "book_cache") f
 def nbval(path, cache, *options):
     """pytest --nbval on one notebook, storing into `cache`, with the project's plugins and settings."""
     command = [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), "-n", "0",
-               *PLUGINS, "--nbval-book-cache", str(cache), *options, str(path)]
+               *NOT_NEEDED, *PLUGINS, "--nbval-book-cache", str(cache), *options, str(path)]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=venv_environment(), timeout=600)
 
 

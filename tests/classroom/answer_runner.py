@@ -1,24 +1,29 @@
-"""Run chapters' exercise answers against their tests in plain Python, on the checkpoint BERT_BOOK_CHECKPOINT names.
+"""Run chapters' exercise answers against their tests in plain Python, on one or more checkpoints.
 
-`python -m tests.classroom.answer_runner CHAPTER [CHAPTER ...]` prints one JSON line: for each chapter, for each
-exercise, per test, "" when it passes, else its error, for the model solution, the `partial` answer and each tempting
-`wrong` answer (or, for a chapter whose run failed, {"error": its traceback}). As in the notebook, an exercise sees
-the setup and the model solutions of the exercises before it; each answer runs in its own copy of that namespace; a
-test passes when its visible and hidden code raise nothing. Each chapter runs in a child forked after the imports
-every chapter shares (torch, transformers, the helpers), so chapters share no state and pay for the imports once.
+`python -m tests.classroom.answer_runner [--checkpoint NAME[=DIR] ...] CHAPTER [CHAPTER ...]` prints one JSON line:
+for each checkpoint (NAME alone, or `packaged` when none is given: the one BERT_BOOK_CHECKPOINT names as the caller
+set it), for each chapter, for each exercise, per test, "" when it passes, else its error, for the model solution,
+the `partial` answer and each tempting `wrong` answer (or, for a chapter whose run failed, {"error": its
+traceback}). As in the notebook, an exercise sees the setup and the model solutions of the exercises before it; each
+answer runs in its own copy of that namespace; a test passes when its visible and hidden code raise nothing. Each
+chapter runs in a child forked after the imports every chapter shares (torch, transformers, the helpers) and after
+its checkpoint was read and checked, so chapters share no state and pay for the imports and the checkpoint once:
+load_bert() hands each child a fresh copy of the cached model, as it does every later caller in one process, and
+reading a checkpoint draws no random numbers, so each child's draws are those of a fresh process.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
 import pkgutil
-import sys
 import tempfile
 import traceback
 from pathlib import Path
 
+from helpers.checkpoint import ENV_VAR, load_bert
 from tools.book.toc import ROOT
 from tools.exercises.schema import load_chapter
 
@@ -87,6 +92,30 @@ def run_forked(chapter_name: str) -> dict:
         return json.loads(output.read_text())
 
 
-if __name__ == "__main__":
+def run_checkpoint(directory: str | None, chapters: list[str], asked: str | None) -> dict:
+    """{chapter: run_forked(chapter)} on the checkpoint in directory (None: `asked`, the caller's
+    BERT_BOOK_CHECKPOINT, unset for the packaged one), read and checked once before the forks."""
+    setting = directory if directory is not None else asked
+    if setting is None:
+        os.environ.pop(ENV_VAR, None)
+    else:
+        os.environ[ENV_VAR] = setting
+    load_bert()  # cached for the children; the copy it returns is dropped
+    return {name: run_forked(name) for name in chapters}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", action="append", metavar="NAME[=DIR]", default=[],
+                        help="a checkpoint to run the chapters on; repeat for more (default: packaged)")
+    parser.add_argument("chapters", nargs="+")
+    args = parser.parse_args(argv)
+    checkpoints = dict(item.split("=", 1) if "=" in item else (item, None) for item in args.checkpoint or ["packaged"])
+    asked = os.environ.get(ENV_VAR)
     _preload()
-    print(json.dumps({name: run_forked(name) for name in sys.argv[1:]}))
+    found = {name: run_checkpoint(directory, args.chapters, asked) for name, directory in checkpoints.items()}
+    print(json.dumps(found))
+
+
+if __name__ == "__main__":
+    main()

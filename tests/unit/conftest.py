@@ -38,13 +38,16 @@ def rounding_tolerance(dtype: torch.dtype = torch.float32, terms: int = 1, scale
     return margin * torch.finfo(dtype).eps * math.sqrt(terms) * scale
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny_models():
+    """Every family, tiny and random, in eval mode: built once for test_families and test_input_layers, which only
+    read them (summaries, hooked forward passes whose hooks are removed)."""
     return {name: build_family(name, tiny=True) for name in FAMILIES}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def released_models():
+    """Every family at released size on the meta device (no weights), built once; the tests only read them."""
     return {name: build_family(name) for name in FAMILIES}
 
 
