@@ -94,7 +94,8 @@ FORCE:
 # the tests of what they built (tests/book), the unit tests and two classroom files; and the other classroom tests,
 # which need no built book. Each lane keeps about one core busy (nbval's two workers and the graders' two share them).
 # The split is by CPU seconds measured in a warm run (each lane in its own cpuacct group, every process counted);
-# tests/unit/test_lanes.py checks that every test file runs in exactly one lane. Lines interleave.
+# tests/unit/test_lanes.py checks that every test file runs in exactly one lane. Lines interleave. Each lane is one
+# pytest process (-n 0): an xdist worker (-n 1) added a controller that imported and set up again (~9 CPU s, measured).
 test: system-packages $(DEV_STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
@@ -112,12 +113,12 @@ test-built: $(DEV_STAMP)
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book-class
 	$(MAKE) --no-print-directory pdf
-	pytest tests/book tests/unit $(CLASSROOM_IN_BOOK_LANE) -n 1 --durations=15 $(VISIT_FROM_CACHE)
+	pytest tests/book tests/unit $(CLASSROOM_IN_BOOK_LANE) -n 0 --durations=15 $(VISIT_FROM_CACHE)
 
 # The grading tests (bubblewrap sandboxes; kernels forked by a kernel zygote where the grader is root), beside the
 # book's lane.
 test-code: $(DEV_STAMP)
-	pytest tests/classroom $(addprefix --ignore=,$(CLASSROOM_IN_BOOK_LANE)) -n 1 --durations=15
+	pytest tests/classroom $(addprefix --ignore=,$(CLASSROOM_IN_BOOK_LANE)) -n 0 --durations=15
 
 lint: $(DEV_STAMP)
 	ruff check .

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -63,12 +66,24 @@ def test_the_book_build_loads_the_gpu_extension():
     assert "tools.testing.pytest_gpu" in (ROOT / "conftest.py").read_text()
 
 
-def test_child_probe_agrees_with_torch_here():
+def test_child_probe_agrees_with_torch_here_and_hands_its_answer_down(monkeypatch):
+    monkeypatch.delenv(gpu.HANDED_DOWN, raising=False)
     gpu.cuda_available_in_child.cache_clear()
     assert gpu.cuda_available_in_child() is torch.cuda.is_available()
+    assert os.environ[gpu.HANDED_DOWN] == str(torch.cuda.is_available())  # for the processes this one starts
+    gpu.cuda_available_in_child.cache_clear()
+
+
+@pytest.mark.parametrize("handed", ["True", "False"])
+def test_a_process_handed_the_answer_takes_it_without_importing_torch(handed):
+    code = "import sys; from tools.testing.gpu import cuda_available; print(cuda_available(), 'torch' in sys.modules)"
+    child = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                           env=dict(os.environ, **{gpu.HANDED_DOWN: handed}))
+    assert child.stdout.split() == [handed, "False"]
 
 
 def test_child_probe_failure_says_what_to_do(monkeypatch):
+    monkeypatch.delenv(gpu.HANDED_DOWN, raising=False)
     gpu.cuda_available_in_child.cache_clear()
     monkeypatch.setattr(gpu, "CUDA_PROBE", "import torch_is_not_installed_here")
     with pytest.raises(RuntimeError, match=r"(?s)torch_is_not_installed_here.*make venv"):

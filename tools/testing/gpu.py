@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 
@@ -11,23 +12,33 @@ __all__ = ["GPU_TAG", "cuda_available"]
 GPU_TAG = "gpu"
 NBCLIENT_DEFAULT_SKIP_TAG = "skip-execution"
 CUDA_PROBE = "import torch; print(torch.cuda.is_available())"
+# The answer a process got, handed to the processes it starts (nbval's workers, the tests' child pytest runs), so
+# that each does not start a Python that imports torch (~1.3 CPU s) to ask again. Set here, never by hand.
+HANDED_DOWN = "BERT_BOOK_CUDA_AVAILABLE"
 
 
 def cuda_available() -> bool:
-    """True when torch sees a CUDA device; a process without torch (a plugin) asks a child process instead."""
+    """True when torch sees a CUDA device; a process without torch (a plugin) asks a child process instead, unless
+    the process that started it handed its answer down."""
     if "torch" in sys.modules:
-        return sys.modules["torch"].cuda.is_available()
+        answer = sys.modules["torch"].cuda.is_available()
+        os.environ.setdefault(HANDED_DOWN, str(answer))  # the first answer: a test that fakes CUDA comes later
+        return answer
     return cuda_available_in_child()
 
 
 @functools.cache
 def cuda_available_in_child() -> bool:
     """torch.cuda.is_available() in a fresh interpreter, so this process never holds torch's ~200 MB."""
+    if os.environ.get(HANDED_DOWN) in ("True", "False"):
+        return os.environ[HANDED_DOWN] == "True"
     probe = subprocess.run([sys.executable, "-c", CUDA_PROBE], capture_output=True, text=True)
     if probe.returncode != 0:
         raise RuntimeError(f"Could not ask torch whether CUDA is available ({sys.executable} -c {CUDA_PROBE!r}):\n"
                            f"{probe.stderr.strip()}\nInstall the book's requirements first: `make venv`.")
-    return probe.stdout.strip() == "True"
+    answer = probe.stdout.strip() == "True"
+    os.environ[HANDED_DOWN] = str(answer)
+    return answer
 
 
 def skip_gpu_cells() -> bool:
