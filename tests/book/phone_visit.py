@@ -1,6 +1,7 @@
 """Every page of the built book as a phone shows it (390 x 844, three device pixels per CSS pixel, touch), loaded once
-in one cold context for the two modules that read it: test_phone_width (how wide each page lays out) and test_figures
-(each figure as shown, and every URL the phone fetched). Each loaded the same pages at the same width on its own."""
+in one cold context for the three modules that read it: test_phone_width (how wide each page lays out), test_figures
+(each figure as shown, and every URL the phone fetched) and test_diagram_text (each named figure's shown width). Each
+of them loaded the same pages at a phone's width in a context of its own: 38 page loads, now 22."""
 
 from __future__ import annotations
 
