@@ -36,7 +36,7 @@ def desktop_text_px(figure: dict) -> float:
 @pytest.fixture(scope="module")
 def measured(browser, book_url) -> dict[str, list[dict]]:
     """Each chapter's figures as a 390 px phone shows them (device pixel ratio 3, as on most phones), and every image
-    URL the phone fetched (a cold visit: a fresh context; tests/book/phone_visit.py, shared with test_phone_width)."""
+    URL the phone fetched (a cold visit: a fresh context; tests/book/phone_visit.py, shared with two modules)."""
     pages, fetched = phone_visit(browser, book_url)
     return {**{stem: pages[stem].figures for stem in CHAPTERS}, "fetched": fetched}
 
