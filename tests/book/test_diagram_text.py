@@ -14,12 +14,12 @@ import matplotlib
 import pytest
 import torch
 
-from tests.book.conftest import require_built_book, visit
+from tests.book.conftest import require_built_book
+from tests.book.phone_visit import phone_visit
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-PHONE = {"width": 390, "height": 900}
 SMALLEST_CSS_PX = 9
 SHAPE_TOLERANCE = 0.02
 PAIR = ["[CLS]", "my", "dog", "is", "cute", "[SEP]", "he", "likes", "playing", "[SEP]"]  # the chapter's pair
@@ -83,17 +83,11 @@ def test_the_svg_reading_finds_the_font_size_matplotlib_was_given():
 
 @pytest.fixture(scope="module")
 def shown(browser, book_url):
-    """{figure name: (shown width, natural width, natural height)} of each diagram's PNG at a phone's width."""
+    """{figure name: (shown width, natural width, natural height)} of each diagram's PNG at a phone's width (each page
+    loaded once, in the phone visit tests/book/phone_visit.py shares with test_phone_width and test_figures)."""
     require_built_book()
-    context = browser.new_context(viewport=PHONE)
-    tab = context.new_page()
-    found = {}
-    for name, (stem, _) in DIAGRAMS.items():
-        visit(tab, f"{book_url}/{stem}.html")
-        found[name] = tab.evaluate("""name => { const img = document.querySelector(`figure#${name} img`);
-            return img && [img.getBoundingClientRect().width, img.naturalWidth, img.naturalHeight]; }""", name)
-    context.close()
-    return found
+    pages = phone_visit(browser, book_url)[0]
+    return {name: pages[stem].named.get(name) for name, (stem, _) in DIAGRAMS.items()}
 
 
 @pytest.mark.parametrize("name", DIAGRAMS)

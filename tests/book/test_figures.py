@@ -12,30 +12,13 @@ import pytest
 
 from helpers.plots import READABLE_PX
 from tests.book.conftest import visit
+from tests.book.phone_visit import MEASURE, phone_visit
 from tools.book.sphinx_phone_figures import PHONE_MAX_PX
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
-PHONE = {"width": 390, "height": 844}
 SMALLEST_PT = 8  # no figure text is set smaller: test_no_figure_text_is_set_below_the_smallest_size checks
 CHAPTERS = [p for p in toc_pages() if is_notebook(p)]
 PHONE_IMAGE = "/_images/phone-"  # tools/book/sphinx_phone_figures.py names each phone PNG so
-# What each cell-output figure shows: its link, the image it shows and its pixels, its displayed and set widths (the
-# desktop PNG's CSS width), the width the desktop PNG alone would take there, and what its <picture> says of both.
-MEASURE = """() => [...document.querySelectorAll('.cell_output img')].map(img => {
-  const picture = img.closest('picture'), source = picture?.querySelector('source');
-  const probe = Object.assign(document.createElement('img'), {alt: ''});  // the desktop PNG alone, in this place
-  probe.style.width = img.style.width;
-  (picture || img).after(probe);
-  const desktopWidth = probe.getBoundingClientRect().width;
-  probe.remove();
-  return {desktopWidth, alt: img.alt, src: img.src, shown: img.currentSrc, link: img.closest('a')?.href ?? null,
-    width: img.width, naturalWidth: img.naturalWidth,
-    setWidth: parseFloat(img.style.width) || Number(img.getAttribute('width')) || null,
-    textPx: picture ? Number(picture.dataset.textPx) : null,
-    phoneSrc: source ? new URL(source.srcset.split(' ')[0], location.href).href : null,
-    phoneTextPx: source ? Number(picture.dataset.phoneTextPx) : null,
-    phoneWidth: source ? Number(picture.dataset.phoneWidth) : null};
-})"""
 
 
 def smallest_text_px(figure: dict) -> float:
@@ -53,18 +36,9 @@ def desktop_text_px(figure: dict) -> float:
 @pytest.fixture(scope="module")
 def measured(browser, book_url) -> dict[str, list[dict]]:
     """Each chapter's figures as a 390 px phone shows them (device pixel ratio 3, as on most phones), and every image
-    URL the phone fetched (a cold visit: a fresh context)."""
-    context = browser.new_context(viewport=PHONE, device_scale_factor=3)
-    tab = context.new_page()
-    fetched: list[str] = []
-    tab.on("requestfinished", lambda request: fetched.append(request.url))
-    found = {}
-    for stem in CHAPTERS:
-        visit(tab, f"{book_url}/{stem}.html")
-        found[stem] = tab.evaluate(MEASURE)
-    found["fetched"] = fetched
-    context.close()
-    return found
+    URL the phone fetched (a cold visit: a fresh context; tests/book/phone_visit.py, shared with two modules)."""
+    pages, fetched = phone_visit(browser, book_url)
+    return {**{stem: pages[stem].figures for stem in CHAPTERS}, "fetched": fetched}
 
 
 @pytest.fixture(scope="module")

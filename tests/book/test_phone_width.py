@@ -5,34 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.book.conftest import require_built_book, visit
-from tools.book.toc import toc_pages
-
-PHONE = {"width": 390, "height": 844}
-PAGES = toc_pages() + ["search", "genindex"]
-# What sticks out of the viewport, outside any box that scrolls: named in the failure message.
-OVERFLOWING = """width => [...document.querySelectorAll('main *')]
-  .filter(e => e.getBoundingClientRect().right > width + 0.5)
-  .filter(e => { for (let p = e.parentElement; p; p = p.parentElement)
-                   if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) return false;
-                 return true; })
-  .map(e => `${e.tagName.toLowerCase()}.${e.className}: ${(e.textContent || '').trim().slice(0, 60)}`).slice(0, 5)"""
-
-
-@pytest.fixture(scope="module")
-def phone(browser):
-    """One phone-sized tab for the module."""
-    context = browser.new_context(viewport=PHONE, has_touch=True)
-    yield context.new_page()
-    context.close()
+from tests.book.conftest import require_built_book
+from tests.book.phone_visit import PAGES, PHONE, phone_visit
 
 
 @pytest.mark.parametrize("stem", PAGES)
-def test_no_page_is_wider_than_a_phone(phone, book_url, stem):
+def test_no_page_is_wider_than_a_phone(browser, book_url, stem):
+    """Each page loaded in one phone context (tests/book/phone_visit.py, shared with test_figures)."""
     require_built_book()
-    visit(phone, f"{book_url}/{stem}.html")
-    width = phone.evaluate("document.documentElement.scrollWidth")
-    assert width <= PHONE["width"], (width, phone.evaluate(OVERFLOWING, PHONE["width"]))
+    page = phone_visit(browser, book_url)[0][stem]
+    assert page.width <= PHONE["width"], (page.width, page.overflowing)
 
 
 def test_no_line_starts_with_a_lone_mark_and_no_heading_breaks_its_code(visited):
