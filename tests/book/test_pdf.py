@@ -4,7 +4,6 @@ button prints it, with code wrapped, figures whole and within the page, and the 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -18,8 +17,10 @@ from tools.book.pdf import (
     SINGLE_HTML,
     SINGLE_PAGE,
     book_title,
+    open_for_print,
     pdf_name,
     print_tab,
+    show_for_print,
 )
 from tools.book.toc import ROOT, is_notebook, toc_pages
 
@@ -31,13 +32,6 @@ FIGURE_SIZES = """() => [[...document.querySelectorAll('.bd-article')].map(a => 
   [...document.images].filter(img => img.offsetParent).map(img => [img.src.split('/').pop(), img.width, img.height])]"""
 CHAPTER_HEADINGS = """() => [...document.querySelectorAll('span[id^="document-"] + section > h2')]
   .map(h => h.innerText.trim())"""
-# What a measure of the print layout waits for: the web fonts, and every figure loaded with its size (the load event;
-# no figure is lazy). Printing (tools/book/pdf.py's SETTLED) decodes every figure too, which sizes nothing: that cost
-# this module 1.5-2 CPU s (measured); the PDF itself is read below.
-LOADED = """async () => {
-  await document.fonts.ready;
-  return [...document.images].filter(img => !img.naturalWidth).map(img => img.src);
-}"""
 
 
 def source_title(page: str) -> str:
@@ -76,20 +70,11 @@ def test_the_pdf_is_named_after_the_book_and_the_intro_links_that_name():
     assert f'<a href="../{PDF.name}">' in intro.read_text(), "the built intro links the PDF"
 
 
-def show_for_print(page, page_html: Path):
-    """`page_html` in a print tab, its fonts and figures loaded (LOADED)."""
-    page.goto(page_html.as_uri(), wait_until="load")
-    missing = page.evaluate(LOADED)
-    if missing:
-        raise RuntimeError(f"{page_html.name}: figures that did not load: {missing}")
-    return page
-
-
 @pytest.fixture(scope="module")
 def single_page(browser):
     """The whole book's single page (make pdf builds it) as Chromium prints it."""
     require_built_book(SINGLE_HTML, "pdf")
-    page = show_for_print(print_tab(browser), SINGLE_PAGE)
+    page = open_for_print(browser, SINGLE_PAGE)
     yield page
     page.close()
 
