@@ -101,7 +101,7 @@ test: system-packages $(DEV_STAMP)
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-built test-code
 
 # The classroom files that run in the book's lane, beside tests/book and tests/unit, to even the lanes out.
-CLASSROOM_IN_BOOK_LANE := tests/classroom/test_cluster.py tests/classroom/test_answers.py
+CLASSROOM_IN_BOOK_LANE := tests/classroom/test_cluster.py tests/classroom/test_answers.py tests/classroom/test_message_cap.py
 # The book's browser visit (tests/book/conftest.py's `visited`) is loaded from _build/.visit-cache when the same site
 # was visited by the same code, axe-core and Chromium (tests/book/visit_store.py); `make test VISIT_FROM_CACHE=`
 # visits anyway. A fresh clone (CI) has no stored visit and visits.
