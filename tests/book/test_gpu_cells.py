@@ -34,6 +34,7 @@ def restore_nbclient():
 def cuda(request, monkeypatch):
     """Pretend torch does or does not see a CUDA device."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: request.param)
+    monkeypatch.setenv(gpu.HANDED_DOWN, str(request.param))  # and what this process hands its children
     return request.param
 
 

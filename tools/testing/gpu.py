@@ -22,7 +22,7 @@ def cuda_available() -> bool:
     the process that started it handed its answer down."""
     if "torch" in sys.modules:
         answer = sys.modules["torch"].cuda.is_available()
-        os.environ.setdefault(HANDED_DOWN, str(answer))  # the first answer: a test that fakes CUDA comes later
+        os.environ.setdefault(HANDED_DOWN, str(answer))  # a test faking CUDA sets both (test_gpu_cells)
         return answer
     return cuda_available_in_child()
 
